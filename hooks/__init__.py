@@ -1,0 +1,4 @@
+"""mxjob: the Metacontroller hook that runs kubeflow.org/v1 MXJobs.
+
+`hooks.core` holds every decision as pure functions; `hooks.app` is the thin HTTP edge.
+"""

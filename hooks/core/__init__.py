@@ -1,0 +1,1 @@
+"""The pure decision core: no HTTP, no Kubernetes client, no clock (`now` is a parameter)."""

@@ -1,0 +1,107 @@
+"""The MXJob API vocabulary: group, replica types, policies, labels and condition names.
+
+Enums are `str` enums so that they serialise as the plain strings the API uses.
+"""
+
+from enum import StrEnum
+
+GROUP = "kubeflow.org"
+VERSION = "v1"
+KIND = "MXJob"
+OPERATOR_NAME = "mxjob-controller"
+MXNET_CONTAINER = "mxnet"
+DEFAULT_PORT_NAME = "mxjob-port"
+DEFAULT_PORT = 9091
+TUNER_SERVER_KEY = "tuner-server-key"
+
+
+class JobMode(StrEnum):
+    """What the job runs: MXNet parameter-server training, or AutoTVM tuning."""
+
+    TRAIN = "MXTrain"
+    TUNE = "MXTune"
+
+
+class ReplicaType(StrEnum):
+    """A role in the job; the value is the canonical key of `spec.mxReplicaSpecs`."""
+
+    SCHEDULER = "Scheduler"
+    SERVER = "Server"
+    WORKER = "Worker"
+    TUNER_TRACKER = "TunerTracker"
+    TUNER_SERVER = "TunerServer"
+    TUNER = "Tuner"
+
+    @property
+    def short(self) -> str:
+        """Lower-case form used in child names, labels and DMLC_ROLE."""
+        return self.value.lower()
+
+
+#: Replica types allowed in each mode, in the order children and statuses are listed.
+MODE_TYPES: dict[JobMode, tuple[ReplicaType, ...]] = {
+    JobMode.TRAIN: (ReplicaType.SCHEDULER, ReplicaType.SERVER, ReplicaType.WORKER),
+    JobMode.TUNE: (ReplicaType.TUNER_TRACKER, ReplicaType.TUNER_SERVER, ReplicaType.TUNER),
+}
+ALL_TYPES: tuple[ReplicaType, ...] = tuple(ReplicaType)
+TYPE_BY_FOLDED_NAME: dict[str, ReplicaType] = {t.short: t for t in ReplicaType}
+
+
+class RestartPolicy(StrEnum):
+    """How a replica's failures are handled (SPEC §5)."""
+
+    ALWAYS = "Always"
+    ON_FAILURE = "OnFailure"
+    NEVER = "Never"
+    EXIT_CODE = "ExitCode"
+
+    @property
+    def pod_policy(self) -> str:
+        """The Pod `restartPolicy`: the kubelet cannot judge exit codes, so ExitCode is Never."""
+        return "Never" if self is RestartPolicy.EXIT_CODE else self.value
+
+
+class CleanPodPolicy(StrEnum):
+    """Which pods are removed once the job has finished (SPEC §6)."""
+
+    ALL = "All"
+    RUNNING = "Running"
+    NONE = "None"
+
+
+class ConditionType(StrEnum):
+    """Kubeflow job condition types."""
+
+    CREATED = "Created"
+    RUNNING = "Running"
+    RESTARTING = "Restarting"
+    SUSPENDED = "Suspended"
+    SUCCEEDED = "Succeeded"
+    FAILED = "Failed"
+
+
+class Reason(StrEnum):
+    """Kubeflow job condition reasons."""
+
+    CREATED = "MXJobCreated"
+    RUNNING = "MXJobRunning"
+    RESTARTING = "MXJobRestarting"
+    SUSPENDED = "MXJobSuspended"
+    RESUMED = "MXJobResumed"
+    SUCCEEDED = "MXJobSucceeded"
+    FAILED = "MXJobFailed"
+    INVALID_SPEC = "MXJobInvalidSpec"
+    BACKOFF_LIMIT = "BackoffLimitExceeded"
+    DEADLINE = "DeadlineExceeded"
+
+
+TERMINAL = (ConditionType.SUCCEEDED, ConditionType.FAILED)
+
+LABEL_PREFIX = "training.kubeflow.org/"
+LABEL_JOB_NAME = LABEL_PREFIX + "job-name"
+LABEL_REPLICA_TYPE = LABEL_PREFIX + "replica-type"
+LABEL_REPLICA_INDEX = LABEL_PREFIX + "replica-index"
+LABEL_OPERATOR = LABEL_PREFIX + "operator-name"
+LABEL_JOB_ROLE = LABEL_PREFIX + "job-role"
+#: Restarts this replica slot had before the attempt carrying the annotation (SPEC §5).
+ANNOTATION_RESTARTS = "mxjob.kubeflow.org/restarts-before"

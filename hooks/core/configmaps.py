@@ -1,0 +1,51 @@
+"""The job's ConfigMaps: MX_CONFIG's shared parts, and the record of a finished job.
+
+The result record is what makes cleanup safe against a stale parent cache (SPEC §6): once the
+job has finished, its final status is also kept in a child, so a sync that sees the pods gone
+but an old parent status restores the final status instead of starting the job again.
+"""
+
+import json
+from typing import Any
+
+from hooks.core.env import config_map_data
+from hooks.core.fields import dig
+from hooks.core.job import Job
+from hooks.core.labels import job_labels
+from hooks.core.naming import config_map_name, result_name
+
+RESULT_KEY = "status"
+
+
+def _config_map(job: Job, name: str, data: dict[str, str]) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": job.namespace, "labels": job_labels(job.name)},
+        # Immutable: kubelets need not watch it, which matters for jobs with many pods.
+        "immutable": True,
+        "data": data,
+    }
+
+
+def desired_config(job: Job) -> dict[str, Any]:
+    """The `cluster` and `labels` JSON that every pod's MX_CONFIG references."""
+    return _config_map(job, config_map_name(job.name), config_map_data(job.name, job.spec))
+
+
+def desired_result(job: Job, status: dict[str, Any]) -> dict[str, Any]:
+    """The record of the terminal status."""
+    body = json.dumps(status, separators=(",", ":"), sort_keys=True)
+    return _config_map(job, result_name(job.name), {RESULT_KEY: body})
+
+
+def recorded_status(observed: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The terminal status kept in an observed result record, if it holds one."""
+    body = dig(observed, "data", RESULT_KEY)
+    if not isinstance(body, str):
+        return None
+    try:
+        status = json.loads(body)
+    except ValueError:
+        return None
+    return status if isinstance(status, dict) else None

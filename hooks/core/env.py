@@ -1,0 +1,101 @@
+"""The DMLC_* / MX_CONFIG environment that lets ps-lite and AutoTVM processes find each other.
+
+The values are exactly SPEC §3. To keep a job linear in its size, the O(N) parts of MX_CONFIG
+(`cluster`, `labels`) are published once in the job's ConfigMap and every container rebuilds
+MX_CONFIG from two variables that reference it, using Kubernetes' `$(VAR)` expansion of earlier
+variables. The process sees the same bytes as if MX_CONFIG were written out literally.
+Inside MX_CONFIG, map keys (replica types) are sorted and object fields follow the Go operator's
+struct order (`url` before `port`, `type` before `index`), byte-compatible with kubeflow.
+"""
+
+import json
+from typing import Any
+
+from hooks.core.api import TUNER_SERVER_KEY, ReplicaType
+from hooks.core.naming import Slot, config_map_name
+from hooks.core.spec import JobSpec
+
+CLUSTER_VAR = "MXJOB_CLUSTER"
+LABELS_VAR = "MXJOB_LABELS"
+CLUSTER_KEY = "cluster"
+LABELS_KEY = "labels"
+
+
+def _compact(value: object) -> str:
+    return json.dumps(value, separators=(",", ":"), sort_keys=True)
+
+
+def cluster_json(job: str, spec: JobSpec) -> str:
+    """`{type: [{"url": slot name, "port": mxjob-port}, …]}`, types sorted, in Go field order."""
+    entries = {
+        rtype.short: ",".join(
+            f'{{"url":{json.dumps(Slot(rtype, i).name(job))},"port":{replica.mxnet_port}}}'
+            for i in range(replica.replicas)
+        )
+        for rtype, replica in spec.replicas.items()
+    }
+    return "{" + ",".join(f'"{t}":[{entries[t]}]' for t in sorted(entries)) + "}"
+
+
+def labels_json(spec: JobSpec) -> str:
+    """`{type: annotation "tuner-server-key" of that type's template, or ""}`."""
+    return _compact(
+        {
+            rtype.short: replica.template.get("metadata", {})
+            .get("annotations", {})
+            .get(TUNER_SERVER_KEY, "")
+            for rtype, replica in spec.replicas.items()
+        }
+    )
+
+
+def task_json(slot: Slot) -> str:
+    """`{"type": t, "index": i}` in the field order of the Go operator."""
+    return f'{{"type":"{slot.rtype.short}","index":{slot.index}}}'
+
+
+def _var(name: str, value: str) -> dict[str, Any]:
+    # The API server drops empty values; emitting them would make every diff churn.
+    return {"name": name, "value": value} if value else {"name": name}
+
+
+def _from_config_map(name: str, config_map: str, key: str) -> dict[str, Any]:
+    return {"name": name, "valueFrom": {"configMapKeyRef": {"name": config_map, "key": key}}}
+
+
+def injected_env(job: str, spec: JobSpec, slot: Slot) -> list[dict[str, Any]]:
+    """The variables this controller owns, in an order where references precede their use."""
+    scheduler = spec.replicas.get(ReplicaType.SCHEDULER)
+    config_map = config_map_name(job)
+    env = [
+        _var("DMLC_PS_ROOT_URI", Slot(ReplicaType.SCHEDULER, 0).name(job) if scheduler else ""),
+        _var("DMLC_PS_ROOT_PORT", str(scheduler.mxnet_port) if scheduler else "0"),
+        _var("DMLC_NUM_SERVER", str(spec.count(ReplicaType.SERVER))),
+        _var("DMLC_NUM_WORKER", str(spec.count(ReplicaType.WORKER))),
+        _var("DMLC_ROLE", slot.rtype.short),
+        _var("DMLC_USE_KUBERNETES", "1"),
+    ]
+    if slot.rtype is ReplicaType.WORKER:
+        env.append(_var("DMLC_WORKER_ID", str(slot.index)))
+    env += [
+        _from_config_map(CLUSTER_VAR, config_map, CLUSTER_KEY),
+        _from_config_map(LABELS_VAR, config_map, LABELS_KEY),
+        _var(
+            "MX_CONFIG",
+            f'{{"cluster":$({CLUSTER_VAR}),"labels":$({LABELS_VAR}),"task":{task_json(slot)}}}',
+        ),
+    ]
+    return env
+
+
+def container_env(
+    injected: list[dict[str, Any]], user_env: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """Ours first (so user values may reference them), then the user's minus names we own."""
+    owned = {var["name"] for var in injected}
+    return injected + [var for var in user_env if var.get("name") not in owned]
+
+
+def config_map_data(job: str, spec: JobSpec) -> dict[str, str]:
+    """The ConfigMap data the MXJOB_CLUSTER / MXJOB_LABELS variables reference."""
+    return {CLUSTER_KEY: cluster_json(job, spec), LABELS_KEY: labels_json(spec)}

@@ -1,0 +1,28 @@
+"""The job being synced: its identity, its read spec and how its pods are gang-scheduled."""
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from hooks.core.gang import Gang
+from hooks.core.naming import Slot
+from hooks.core.spec import JobSpec
+
+
+@dataclass(frozen=True)
+class Job:
+    """A valid MXJob as the hook sees it on one sync."""
+
+    name: str
+    namespace: str
+    spec: JobSpec
+    gang: Gang | None
+    created: datetime | None
+    spec_changed: datetime | None
+
+    def slots(self) -> list[Slot]:
+        """Every replica of the job, in canonical type order then index."""
+        return [
+            Slot(rtype, index)
+            for rtype, replica in self.spec.replicas.items()
+            for index in range(replica.replicas)
+        ]

@@ -1,0 +1,42 @@
+"""Labels the Kubeflow training operators put on children; users and tools select by them."""
+
+from hooks.core.api import (
+    LABEL_JOB_NAME,
+    LABEL_JOB_ROLE,
+    LABEL_OPERATOR,
+    LABEL_REPLICA_INDEX,
+    LABEL_REPLICA_TYPE,
+    OPERATOR_NAME,
+    ReplicaType,
+)
+from hooks.core.naming import Slot
+
+#: The replica that leads each mode gets `job-role: master`.
+MASTER_TYPES = (ReplicaType.SCHEDULER, ReplicaType.TUNER)
+
+
+def job_labels(job: str) -> dict[str, str]:
+    """Labels of every child of the job."""
+    return {LABEL_JOB_NAME: job, LABEL_OPERATOR: OPERATOR_NAME}
+
+
+def slot_selector(job: str, slot: Slot) -> dict[str, str]:
+    """What a slot's Service selects: stable across replacement attempts."""
+    return {
+        LABEL_JOB_NAME: job,
+        LABEL_REPLICA_TYPE: slot.rtype.short,
+        LABEL_REPLICA_INDEX: str(slot.index),
+    }
+
+
+def slot_labels(job: str, slot: Slot) -> dict[str, str]:
+    """Labels of a slot's pods and Service."""
+    labels = {**job_labels(job), **slot_selector(job, slot)}
+    if slot.rtype in MASTER_TYPES:
+        labels[LABEL_JOB_ROLE] = "master"
+    return labels
+
+
+def type_selector(job: str, rtype: ReplicaType) -> str:
+    """The `replicaStatuses.<Type>.selector` string of a replica type."""
+    return f"{LABEL_JOB_NAME}={job},{LABEL_REPLICA_TYPE}={rtype.short}"

@@ -1,0 +1,70 @@
+"""Names of every child of an MXJob (SPEC §3, §5).
+
+A replica slot `(type, index)` is named `job-type-index`; its first pod keeps exactly that name
+and each replacement gets an attempt suffix (`-r1`, `-r2`, …), so the attempt count can be read
+back from observed children alone. Services keep the slot name, so DNS names stay stable.
+"""
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+from hooks.core.api import ALL_TYPES, ReplicaType
+
+DNS_LABEL_MAX = 63
+#: Replacements a slot may have; the suffix `-r9999` is reserved in every name-length check.
+MAX_ATTEMPT = 9999
+ATTEMPT_SUFFIX_MAX = len(f"-r{MAX_ATTEMPT}")
+DNS_1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+
+
+@dataclass(frozen=True, order=True)
+class Slot:
+    """One replica of the job: a type and an index."""
+
+    rtype: ReplicaType
+    index: int
+
+    def name(self, job: str) -> str:
+        """The slot name, shared by its first pod and its Service."""
+        return f"{job}-{self.rtype.short}-{self.index}"
+
+    def pod_name(self, job: str, attempt: int) -> str:
+        """The pod of the given attempt: the slot name, then `-rN` for replacements."""
+        base = self.name(job)
+        return base if attempt == 0 else f"{base}-r{attempt}"
+
+
+def config_map_name(job: str) -> str:
+    """The per-job ConfigMap carrying the `cluster` and `labels` JSON of MX_CONFIG."""
+    return f"{job}-mxjob-config"
+
+
+def result_name(job: str) -> str:
+    """The per-job ConfigMap recording the terminal status once the job has finished."""
+    return f"{job}-mxjob-result"
+
+
+def longest_suffix(counts: dict[ReplicaType, int]) -> int:
+    """Length of the longest `-type-index-rNNNN` suffix a child name of this job can get."""
+    return max(
+        (len(f"-{t.short}-{max(n - 1, 0)}") + ATTEMPT_SUFFIX_MAX for t, n in counts.items()),
+        default=0,
+    )
+
+
+@lru_cache(maxsize=256)
+def _pod_pattern(job: str) -> re.Pattern[str]:
+    types = "|".join(t.short for t in ALL_TYPES)
+    return re.compile(
+        rf"^{re.escape(job)}-(?P<type>{types})-(?P<index>0|[1-9][0-9]*)(?:-r(?P<attempt>[1-9][0-9]*))?$"
+    )
+
+
+def parse_pod_name(job: str, name: str) -> tuple[Slot, int] | None:
+    """The slot and attempt a pod name encodes, or None for a name this job never gives."""
+    match = _pod_pattern(job).match(name)
+    if match is None:
+        return None
+    rtype = next(t for t in ALL_TYPES if t.short == match["type"])
+    return Slot(rtype, int(match["index"])), int(match["attempt"] or 0)

@@ -1,0 +1,101 @@
+"""What the observed children say: each pod read into its slot, attempt, phase and exit.
+
+Restart bookkeeping comes only from here (SPEC §5): the attempt from the pod name, earlier
+restarts from the `restarts-before` annotation the hook itself put on replacement pods, in-place
+restarts from container `restartCount`.
+"""
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from hooks.core.api import ANNOTATION_RESTARTS, MXNET_CONTAINER
+from hooks.core.fields import dig, dig_dict, dig_int, dig_list
+from hooks.core.naming import Slot, parse_pod_name
+from hooks.core.timestamps import latest, parse
+
+PENDING, RUNNING, SUCCEEDED, FAILED, UNKNOWN = (
+    "Pending",
+    "Running",
+    "Succeeded",
+    "Failed",
+    "Unknown",
+)
+FINISHED_PHASES = (SUCCEEDED, FAILED)
+
+
+@dataclass(frozen=True)
+class ObservedPod:
+    """One observed pod of a replica slot."""
+
+    name: str
+    slot: Slot
+    attempt: int
+    phase: str
+    terminating: bool
+    created: datetime | None
+    started: datetime | None
+    finished: datetime | None
+    exit_code: int | None
+    reason: str | None
+    restart_count: int
+    restarts_before: int
+
+    @property
+    def active(self) -> bool:
+        """Running and not on its way out."""
+        return self.phase == RUNNING and not self.terminating
+
+    @property
+    def last_event(self) -> datetime | None:
+        """The latest moment this pod shows: finish, start or creation."""
+        return latest(self.finished, self.started, self.created)
+
+
+def read_pod(job: str, pod: dict[str, Any]) -> ObservedPod | None:
+    """Read one observed pod; None for a pod whose name this job never gives."""
+    parsed = parse_pod_name(job, str(dig(pod, "metadata", "name")))
+    if parsed is None:
+        return None
+    slot, attempt = parsed
+    statuses = [s for s in dig_list(pod, "status", "containerStatuses") if isinstance(s, dict)]
+    mxnet = next((s for s in statuses if s.get("name") == MXNET_CONTAINER), {})
+    terminated = dig_dict(mxnet, "state", "terminated")
+    phase = dig(pod, "status", "phase")
+    return ObservedPod(
+        name=str(dig(pod, "metadata", "name")),
+        slot=slot,
+        attempt=attempt,
+        phase=phase if phase in (PENDING, RUNNING, SUCCEEDED, FAILED, UNKNOWN) else PENDING,
+        terminating=dig(pod, "metadata", "deletionTimestamp") is not None,
+        created=parse(dig(pod, "metadata", "creationTimestamp")),
+        started=parse(dig(mxnet, "state", "running", "startedAt"))
+        or parse(terminated.get("startedAt"))
+        or parse(dig(pod, "status", "startTime")),
+        finished=parse(terminated.get("finishedAt")),
+        exit_code=dig_int(terminated, "exitCode"),
+        reason=_text(dig(pod, "status", "reason")) or _text(terminated.get("reason")),
+        restart_count=sum(max(dig_int(s, "restartCount") or 0, 0) for s in statuses),
+        restarts_before=_count(dig(pod, "metadata", "annotations", ANNOTATION_RESTARTS)),
+    )
+
+
+def _count(value: object) -> int:
+    """A non-negative count written as an annotation string; anything else counts as 0."""
+    return int(value) if isinstance(value, str) and value.isascii() and value.isdigit() else 0
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def pods_by_slot(job: str, pods: dict[str, dict[str, Any]]) -> dict[Slot, list[ObservedPod]]:
+    """Observed pods grouped by slot, oldest attempt first; foreign names are left out."""
+    slots: dict[Slot, list[ObservedPod]] = {}
+    for pod in pods.values():
+        observed = read_pod(job, pod)
+        if observed is not None:
+            slots.setdefault(observed.slot, []).append(observed)
+    for attempts in slots.values():
+        attempts.sort(key=lambda p: p.attempt)
+    return slots

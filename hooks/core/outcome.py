@@ -1,0 +1,132 @@
+"""Where an active job stands (SPEC §4, §5, §6): succeeded, failed, restarting, running or created.
+
+Every outcome carries the moment of the child event that caused it, never the wall clock; only
+the deadline compares with `now`, and its moment is `startTime + activeDeadlineSeconds`.
+"""
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from hooks.core.api import ConditionType, JobMode, Reason, ReplicaType
+from hooks.core.job import Job
+from hooks.core.naming import Slot
+from hooks.core.observed import SUCCEEDED, ObservedPod
+from hooks.core.restarts import SlotPlan, describe_exit
+from hooks.core.timestamps import format_time, latest
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """The condition an active job should show now, with its reason, message and moment."""
+
+    ctype: ConditionType
+    reason: Reason
+    message: str
+    time: datetime | None
+
+    @property
+    def finished(self) -> bool:
+        return self.ctype in (ConditionType.SUCCEEDED, ConditionType.FAILED)
+
+
+def replica_words(slot: Slot, pod: ObservedPod | None = None) -> str:
+    """`Worker replica 2 (pod x-worker-2-r1)`: names a replica the way users look it up."""
+    where = f" (pod {pod.name})" if pod else ""
+    return f"{slot.rtype.value} replica {slot.index}{where}"
+
+
+def decide(job: Job, plans: list[SlotPlan], start: datetime | None, now: datetime) -> Outcome:
+    """The outcome of an active, valid, unsuspended job from its slot plans."""
+    name = job.name
+    deciding = _deciding_slots(job)
+    done = [p.current for p in plans if p.slot.rtype in deciding]
+    if done and all(pod is not None and pod.phase == SUCCEEDED for pod in done):
+        moment = latest(*(pod.finished or pod.last_event for pod in done if pod is not None))
+        return Outcome(
+            ConditionType.SUCCEEDED,
+            Reason.SUCCEEDED,
+            f"MXJob {name} is successfully completed.",
+            moment,
+        )
+    fatal = next((p for p in plans if p.fatal is not None), None)
+    if fatal is not None and fatal.fatal is not None:
+        pod = fatal.fatal
+        policy = job.spec.replicas[fatal.slot.rtype].restart_policy
+        return Outcome(
+            ConditionType.FAILED,
+            Reason.FAILED,
+            f"MXJob {name} has failed: {replica_words(fatal.slot, pod)} {describe_exit(pod)}, "
+            f"which restartPolicy {policy.value} does not retry.",
+            pod.finished or pod.last_event,
+        )
+    limit = job.spec.run_policy.backoff_limit
+    restarts = sum(p.restarts for p in plans)
+    if limit is not None and restarts > limit:
+        return Outcome(
+            ConditionType.FAILED,
+            Reason.BACKOFF_LIMIT,
+            f"MXJob {name} has failed: {restarts} restarts exceed backoffLimit {limit}"
+            f"{_latest_failure(plans)}.",
+            latest(*(p.current.last_event for p in plans if p.current is not None)),
+        )
+    deadline = deadline_at(job, start)
+    if deadline is not None and now >= deadline:
+        seconds = job.spec.run_policy.active_deadline_seconds
+        return Outcome(
+            ConditionType.FAILED,
+            Reason.DEADLINE,
+            f"MXJob {name} has failed: it was active longer than activeDeadlineSeconds "
+            f"({seconds}s) since {format_time(start) if start else 'its start'}.",
+            deadline,
+        )
+    restarting = [p for p in plans if p.restarting and p.current is not None]
+    if restarting:
+        first = restarting[0]
+        more = f" and {len(restarting) - 1} more" if len(restarting) > 1 else ""
+        return Outcome(
+            ConditionType.RESTARTING,
+            Reason.RESTARTING,
+            f"MXJob {name} is restarting: {replica_words(first.slot, first.current)}"
+            f" {_restart_words(first)}{more}.",
+            latest(*(p.current.last_event for p in restarting if p.current is not None)),
+        )
+    active = [p.current for p in plans if p.current is not None and p.current.active]
+    if active:
+        return Outcome(
+            ConditionType.RUNNING,
+            Reason.RUNNING,
+            f"MXJob {name} is running.",
+            latest(*(pod.started or pod.last_event for pod in active)),
+        )
+    return Outcome(ConditionType.CREATED, Reason.CREATED, f"MXJob {name} is created.", job.created)
+
+
+def _deciding_slots(job: Job) -> tuple[ReplicaType, ...]:
+    """Replica types whose success is the job's success."""
+    if job.spec.mode is JobMode.TUNE:
+        return (ReplicaType.TUNER,)
+    if ReplicaType.SCHEDULER in job.spec.replicas:
+        return (ReplicaType.SCHEDULER, ReplicaType.WORKER)
+    return (ReplicaType.WORKER,)
+
+
+def _restart_words(plan: SlotPlan) -> str:
+    if plan.create_attempt and plan.current is not None:
+        return f"{describe_exit(plan.current)}; starting attempt {plan.create_attempt}"
+    return "is starting again"
+
+
+def _latest_failure(plans: list[SlotPlan]) -> str:
+    failed = [p for p in plans if p.current is not None and p.restarts > 0]
+    if not failed:
+        return ""
+    last = max(failed, key=lambda p: p.restarts)
+    return f" (latest: {replica_words(last.slot, last.current)} with {last.restarts} restarts)"
+
+
+def deadline_at(job: Job, start: datetime | None) -> datetime | None:
+    """`startTime + activeDeadlineSeconds`, when both are known."""
+    seconds = job.spec.run_policy.active_deadline_seconds
+    if start is None or seconds is None:
+        return None
+    return start + timedelta(seconds=seconds)

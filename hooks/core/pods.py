@@ -1,0 +1,46 @@
+"""The desired Pod of a replica slot and attempt (SPEC §3)."""
+
+import copy
+from typing import Any
+
+from hooks.core.api import ANNOTATION_RESTARTS
+from hooks.core.env import container_env, injected_env
+from hooks.core.gang import (
+    PLUGINS_GROUP_LABEL,
+    VOLCANO_GROUP_ANNOTATION,
+    VOLCANO_SCHEDULER,
+    VOLCANO_TASK_ANNOTATION,
+    Gang,
+)
+from hooks.core.job import Job
+from hooks.core.labels import slot_labels
+from hooks.core.naming import Slot
+
+
+def desired_pod(job: Job, slot: Slot, attempt: int, restarts_before: int) -> dict[str, Any]:
+    """The template's metadata and spec, with our labels, restart policy and environment."""
+    replica = job.spec.replicas[slot.rtype]
+    template = replica.template
+    labels = {**template.get("metadata", {}).get("labels", {}), **slot_labels(job.name, slot)}
+    annotations = dict(template.get("metadata", {}).get("annotations", {}))
+    if attempt > 0:
+        annotations[ANNOTATION_RESTARTS] = str(restarts_before)
+    spec = copy.deepcopy(template["spec"])
+    spec["restartPolicy"] = replica.restart_policy.pod_policy
+    injected = injected_env(job.name, job.spec, slot)
+    for container in spec["containers"]:
+        container["env"] = container_env(injected, container.get("env", []))
+    if job.gang is Gang.VOLCANO:
+        spec["schedulerName"] = VOLCANO_SCHEDULER
+        annotations[VOLCANO_GROUP_ANNOTATION] = job.name
+        annotations[VOLCANO_TASK_ANNOTATION] = slot.rtype.short
+    elif job.gang is Gang.SCHEDULER_PLUGINS:
+        labels[PLUGINS_GROUP_LABEL] = job.name
+    metadata: dict[str, Any] = {
+        "name": slot.pod_name(job.name, attempt),
+        "namespace": job.namespace,
+        "labels": labels,
+    }
+    if annotations:
+        metadata["annotations"] = annotations
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}

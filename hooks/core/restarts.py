@@ -1,0 +1,100 @@
+"""Restart rules (SPEC §5): which failures are retried, and how each replica slot moves on.
+
+A failed pod that its policy retries is kept until its replacement (next attempt name) has been
+observed, so the attempt count and restart total never depend on hook memory or parent status.
+"""
+
+from dataclasses import dataclass
+from enum import Enum
+
+from hooks.core.api import RestartPolicy
+from hooks.core.naming import MAX_ATTEMPT, Slot
+from hooks.core.observed import FAILED, PENDING, ObservedPod
+
+#: SIGINT, SIGKILL, SIGTERM, and 138 which users raise to ask for a retry.
+RETRYABLE_EXIT_CODES = frozenset({130, 137, 138, 143})
+
+EXIT_MEANINGS = {
+    1: "general error",
+    2: "misuse of shell builtins",
+    126: "command cannot execute",
+    127: "command not found",
+    128: "invalid argument to exit",
+    130: "terminated by Control-C (SIGINT)",
+    137: "killed (SIGKILL), often out of memory",
+    138: "user-requested retry",
+    139: "segmentation fault (SIGSEGV)",
+    143: "terminated (SIGTERM)",
+}
+
+
+class Retry(Enum):
+    """What a failed pod means for its slot."""
+
+    REPLACE = "replace"
+    FATAL = "fatal"
+
+
+def exit_is_retryable(exit_code: int | None) -> bool:
+    """Whether a failed pod's mxnet exit code allows a retry under ExitCode.
+
+    Retryable: the signal codes above; no exit code (evicted, node lost, preempted); and 0,
+    which on a failed pod means another container failed it, not the training process.
+    """
+    return exit_code is None or exit_code == 0 or exit_code in RETRYABLE_EXIT_CODES
+
+
+def on_failure(policy: RestartPolicy, pod: ObservedPod) -> Retry:
+    """Never fails the job; ExitCode judges the mxnet exit code; Always/OnFailure replace."""
+    if policy is RestartPolicy.NEVER:
+        return Retry.FATAL
+    if policy is RestartPolicy.EXIT_CODE and not exit_is_retryable(pod.exit_code):
+        return Retry.FATAL
+    return Retry.REPLACE
+
+
+def describe_exit(pod: ObservedPod) -> str:
+    """Words for how a pod ended, for condition messages."""
+    if pod.exit_code is None:
+        why = f" ({pod.reason})" if pod.reason else ""
+        return f"failed without an exit code of its mxnet container{why}"
+    meaning = EXIT_MEANINGS.get(pod.exit_code)
+    return f"exited with code {pod.exit_code}" + (f" ({meaning})" if meaning else "")
+
+
+@dataclass(frozen=True)
+class SlotPlan:
+    """Where one slot goes next: pods to keep, an attempt to create, and what it costs."""
+
+    slot: Slot
+    keep: tuple[ObservedPod, ...]
+    current: ObservedPod | None
+    create_attempt: int | None
+    create_restarts_before: int
+    restarts: int
+    fatal: ObservedPod | None
+
+    @property
+    def restarting(self) -> bool:
+        """A replacement is on its way: created now, or observed but not yet running."""
+        if self.create_attempt not in (None, 0):
+            return True
+        return (
+            self.current is not None
+            and self.current.attempt > 0
+            and (self.current.phase == PENDING)
+        )
+
+
+def plan_slot(slot: Slot, policy: RestartPolicy, attempts: list[ObservedPod]) -> SlotPlan:
+    """Decide one slot from its observed attempts (oldest first)."""
+    if not attempts:
+        return SlotPlan(slot, (), None, 0, 0, 0, None)
+    current = attempts[-1]
+    so_far = current.restarts_before + current.restart_count
+    if current.phase != FAILED:
+        # The newest attempt is alive or done: older, failed attempts have been replaced.
+        return SlotPlan(slot, (current,), current, None, 0, so_far, None)
+    if on_failure(policy, current) is Retry.FATAL or current.attempt >= MAX_ATTEMPT:
+        return SlotPlan(slot, (current,), current, None, 0, so_far, current)
+    return SlotPlan(slot, (current,), current, current.attempt + 1, so_far + 1, so_far + 1, None)

@@ -1,0 +1,323 @@
+"""Reading an MXJob spec: defaults applied, types and enums checked, field paths recorded.
+
+`load` never raises on user input: every problem becomes a `Problem` naming the field path and
+the rule, so that the job can be marked Failed with a message the user can act on (SPEC §2).
+Cross-replica rules live in `validation`.
+"""
+
+import copy
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from hooks.core.api import (
+    DEFAULT_PORT,
+    DEFAULT_PORT_NAME,
+    MXNET_CONTAINER,
+    TYPE_BY_FOLDED_NAME,
+    CleanPodPolicy,
+    JobMode,
+    ReplicaType,
+    RestartPolicy,
+)
+
+_E = TypeVar("_E", JobMode, RestartPolicy, CleanPodPolicy)
+
+#: Run-policy fields, also accepted directly under `spec` (kubeflow/mxnet-operator v1 layout).
+RUN_POLICY_FIELDS = (
+    "cleanPodPolicy",
+    "ttlSecondsAfterFinished",
+    "activeDeadlineSeconds",
+    "backoffLimit",
+    "suspend",
+    "schedulingPolicy",
+)
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One broken rule: where (`path`, e.g. `spec.mxReplicaSpecs.Worker.replicas`) and what."""
+
+    path: str
+    rule: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.rule}"
+
+
+@dataclass(frozen=True)
+class SchedulingPolicy:
+    """Gang-scheduling knobs of `runPolicy.schedulingPolicy`."""
+
+    min_available: int | None = None
+    queue: str | None = None
+    priority_class: str | None = None
+    min_resources: dict[str, Any] | None = None
+    schedule_timeout_seconds: int | None = None
+
+
+@dataclass(frozen=True)
+class RunPolicy:
+    """`spec.runPolicy` with defaults applied (cleanPodPolicy defaults to Running, SPEC §2)."""
+
+    clean_pod_policy: CleanPodPolicy = CleanPodPolicy.RUNNING
+    ttl_seconds_after_finished: int | None = None
+    active_deadline_seconds: int | None = None
+    backoff_limit: int | None = None
+    suspend: bool = False
+    scheduling: SchedulingPolicy = field(default_factory=SchedulingPolicy)
+
+
+@dataclass(frozen=True)
+class ReplicaSpec:
+    """One replica type with defaults applied; `template` is a private, defaulted copy."""
+
+    rtype: ReplicaType
+    replicas: int
+    restart_policy: RestartPolicy
+    template: dict[str, Any]
+
+    @property
+    def mxnet_port(self) -> int:
+        """The number of the `mxjob-port` of the `mxnet` container (defaulted, so present)."""
+        for port in mxnet_container(self.template).get("ports", []):
+            if port.get("name") == DEFAULT_PORT_NAME:
+                return int(port["containerPort"])
+        return DEFAULT_PORT
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    """A whole MXJob spec: mode, run policy and replica specs in canonical type order."""
+
+    mode: JobMode
+    run_policy: RunPolicy
+    replicas: dict[ReplicaType, ReplicaSpec]
+
+    def count(self, rtype: ReplicaType) -> int:
+        """Replicas of a type, 0 when the type is absent."""
+        spec = self.replicas.get(rtype)
+        return spec.replicas if spec else 0
+
+    @property
+    def total_replicas(self) -> int:
+        """All replicas of the job."""
+        return sum(r.replicas for r in self.replicas.values())
+
+
+def mxnet_container(template: dict[str, Any]) -> dict[str, Any]:
+    """The container named `mxnet` of a (validated) template."""
+    for container in template["spec"]["containers"]:
+        if container.get("name") == MXNET_CONTAINER:
+            return dict(container)
+    raise LookupError("template has no mxnet container")
+
+
+class _Reader:
+    """Collects problems while reading typed fields out of plain JSON."""
+
+    def __init__(self) -> None:
+        self.problems: list[Problem] = []
+
+    def fail(self, path: str, rule: str) -> None:
+        self.problems.append(Problem(path, rule))
+
+    def mapping(self, value: object, path: str) -> dict[str, Any] | None:
+        if value is None:
+            return None
+        if not isinstance(value, dict):
+            self.fail(path, "must be an object")
+            return None
+        return value
+
+    def integer(self, value: object, path: str, minimum: int) -> int | None:
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int):
+            self.fail(path, f"must be an integer ≥ {minimum}")
+            return None
+        if value < minimum:
+            self.fail(path, f"must be ≥ {minimum}, got {value}")
+            return None
+        return value
+
+    def string(self, value: object, path: str) -> str | None:
+        if value is None:
+            return None
+        if not isinstance(value, str) or not value:
+            self.fail(path, "must be a non-empty string")
+            return None
+        return value
+
+    def choice(self, value: object, path: str, enum: type[_E], default: _E) -> _E:
+        if value is None:
+            return default
+        try:
+            return enum(value) if isinstance(value, str) else enum(str(value))
+        except ValueError:
+            allowed = ", ".join(e.value for e in enum)
+            self.fail(path, f"must be one of {allowed}, got {value!r}")
+            return default
+
+
+def load(raw_spec: object) -> tuple[JobSpec | None, list[Problem]]:
+    """Read and default `spec`; returns the spec (None if unusable) and every problem found."""
+    reader = _Reader()
+    spec = reader.mapping(raw_spec, "spec")
+    if spec is None:
+        if raw_spec is None:
+            reader.fail("spec", "is required")
+        return None, reader.problems
+    mode = reader.choice(spec.get("jobMode"), "spec.jobMode", JobMode, JobMode.TRAIN)
+    run_policy = _run_policy(reader, spec)
+    replicas = _replica_specs(reader, spec.get("mxReplicaSpecs"))
+    if reader.problems:
+        return None, reader.problems
+    return JobSpec(mode, run_policy, replicas), []
+
+
+def _run_policy(reader: _Reader, spec: dict[str, Any]) -> RunPolicy:
+    """`spec.runPolicy`, falling back field by field to the inline v1 layout under `spec`."""
+    nested = reader.mapping(spec.get("runPolicy"), "spec.runPolicy") or {}
+    merged: dict[str, tuple[object, str]] = {}
+    for name in RUN_POLICY_FIELDS:
+        if name in nested:
+            merged[name] = (nested[name], f"spec.runPolicy.{name}")
+        elif name in spec:
+            merged[name] = (spec[name], f"spec.{name}")
+
+    def value(name: str) -> tuple[object, str]:
+        return merged.get(name, (None, f"spec.runPolicy.{name}"))
+
+    suspend_value, suspend_path = value("suspend")
+    if suspend_value is not None and not isinstance(suspend_value, bool):
+        reader.fail(suspend_path, "must be true or false")
+    return RunPolicy(
+        clean_pod_policy=reader.choice(
+            *value("cleanPodPolicy"), CleanPodPolicy, CleanPodPolicy.RUNNING
+        ),
+        ttl_seconds_after_finished=reader.integer(*value("ttlSecondsAfterFinished"), 0),
+        active_deadline_seconds=reader.integer(*value("activeDeadlineSeconds"), 1),
+        backoff_limit=reader.integer(*value("backoffLimit"), 0),
+        suspend=suspend_value is True,
+        scheduling=_scheduling(reader, *value("schedulingPolicy")),
+    )
+
+
+def _scheduling(reader: _Reader, raw: object, path: str) -> SchedulingPolicy:
+    policy = reader.mapping(raw, path)
+    if policy is None:
+        return SchedulingPolicy()
+    return SchedulingPolicy(
+        min_available=reader.integer(policy.get("minAvailable"), f"{path}.minAvailable", 1),
+        queue=reader.string(policy.get("queue"), f"{path}.queue"),
+        priority_class=reader.string(policy.get("priorityClass"), f"{path}.priorityClass"),
+        min_resources=reader.mapping(policy.get("minResources"), f"{path}.minResources"),
+        schedule_timeout_seconds=reader.integer(
+            policy.get("scheduleTimeoutSeconds"), f"{path}.scheduleTimeoutSeconds", 1
+        ),
+    )
+
+
+def _replica_specs(reader: _Reader, raw: object) -> dict[ReplicaType, ReplicaSpec]:
+    path = "spec.mxReplicaSpecs"
+    specs = reader.mapping(raw, path)
+    if not specs:
+        reader.fail(path, "must list at least one replica type")
+        return {}
+    found: dict[ReplicaType, ReplicaSpec] = {}
+    for key, raw_replica in specs.items():
+        rpath = f"{path}.{key}"
+        rtype = TYPE_BY_FOLDED_NAME.get(str(key).lower())
+        if rtype is None:
+            allowed = ", ".join(t.value for t in ReplicaType)
+            reader.fail(rpath, f"unknown replica type; use one of {allowed}")
+            continue
+        if rtype in found:
+            reader.fail(rpath, f"{rtype.value} is given twice (keys match case-insensitively)")
+            continue
+        replica = _replica(reader, rtype, raw_replica, rpath)
+        if replica is not None:
+            found[rtype] = replica
+    return {t: found[t] for t in ReplicaType if t in found}
+
+
+def _replica(reader: _Reader, rtype: ReplicaType, raw: object, path: str) -> ReplicaSpec | None:
+    replica = reader.mapping(raw, path)
+    if replica is None:
+        reader.fail(path, "must be an object with a pod template")
+        return None
+    count = reader.integer(replica.get("replicas"), f"{path}.replicas", 0)
+    policy = reader.choice(
+        replica.get("restartPolicy"), f"{path}.restartPolicy", RestartPolicy, RestartPolicy.NEVER
+    )
+    template = _template(reader, replica.get("template"), f"{path}.template")
+    if template is None:
+        return None
+    return ReplicaSpec(rtype, 1 if count is None else count, policy, template)
+
+
+def _template(reader: _Reader, raw: object, path: str) -> dict[str, Any] | None:
+    """A pruned, defaulted copy of the pod template, or None when it cannot be used."""
+    template = reader.mapping(raw, path)
+    pod_spec = reader.mapping((template or {}).get("spec"), f"{path}.spec")
+    if template is None or pod_spec is None:
+        reader.fail(f"{path}.spec", "a pod template with spec.containers is required")
+        return None
+    containers = pod_spec.get("containers")
+    cpath = f"{path}.spec.containers"
+    if not isinstance(containers, list) or not containers:
+        reader.fail(cpath, "must list at least one container")
+        return None
+    names = []
+    for i, container in enumerate(containers):
+        if not isinstance(container, dict):
+            reader.fail(f"{cpath}[{i}]", "must be an object")
+            continue
+        names.append(container.get("name"))
+        if not isinstance(container.get("image"), str) or not container["image"]:
+            reader.fail(f"{cpath}[{i}].image", "every container needs an image")
+        env = container.get("env", [])
+        if not isinstance(env, list) or not all(
+            isinstance(var, dict) and isinstance(var.get("name"), str) for var in env
+        ):
+            reader.fail(f"{cpath}[{i}].env", "must be a list of variables, each with a name")
+    if MXNET_CONTAINER not in names:
+        reader.fail(cpath, f'one container must be named "{MXNET_CONTAINER}"')
+        return None
+    pruned: dict[str, Any] = _prune_nulls(copy.deepcopy(template))
+    metadata = pruned.setdefault("metadata", {})
+    if not isinstance(metadata, dict):
+        reader.fail(f"{path}.metadata", "must be an object")
+        return None
+    for key in ("labels", "annotations"):
+        values = metadata.get(key, {})
+        if not isinstance(values, dict) or not all(isinstance(v, str) for v in values.values()):
+            reader.fail(f"{path}.metadata.{key}", "must map names to string values")
+            return None
+    metadata.pop("creationTimestamp", None)
+    mxnet_index = names.index(MXNET_CONTAINER)
+    _default_port(reader, pruned["spec"]["containers"][mxnet_index], f"{cpath}[{mxnet_index}]")
+    return pruned
+
+
+def _default_port(reader: _Reader, container: dict[str, Any], path: str) -> None:
+    """Append `mxjob-port: 9091` unless the container already has a port of that name."""
+    ports = container.setdefault("ports", [])
+    if not isinstance(ports, list):
+        reader.fail(f"{path}.ports", "must be a list")
+        return
+    for i, port in enumerate(ports):
+        number = port.get("containerPort") if isinstance(port, dict) else None
+        if isinstance(number, bool) or not isinstance(number, int) or not 0 < number < 65536:
+            reader.fail(f"{path}.ports[{i}].containerPort", "must be a port number 1-65535")
+    if not any(isinstance(p, dict) and p.get("name") == DEFAULT_PORT_NAME for p in ports):
+        ports.append({"containerPort": DEFAULT_PORT, "name": DEFAULT_PORT_NAME})
+
+
+def _prune_nulls(value: Any) -> Any:
+    """Drop null fields: `null` means absent in Kubernetes, and emitting it churns diffs."""
+    if isinstance(value, dict):
+        return {k: _prune_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_prune_nulls(v) for v in value if v is not None]
+    return value

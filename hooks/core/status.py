@@ -1,0 +1,163 @@
+"""The MXJob status (SPEC §4): conditions, replica counts, start and completion times.
+
+A pure function of the request: conditions are carried from the previous status and changed
+only by observed events, so a quiet job gets a byte-identical status and Metacontroller rests.
+"""
+
+from datetime import datetime
+from typing import Any
+
+from hooks.core import conditions as cond
+from hooks.core.api import TERMINAL, ConditionType, Reason
+from hooks.core.job import Job
+from hooks.core.labels import type_selector
+from hooks.core.observed import FAILED, SUCCEEDED, ObservedPod
+from hooks.core.outcome import Outcome
+from hooks.core.restarts import SlotPlan
+from hooks.core.timestamps import earliest, format_time, parse
+
+
+def _stamp(moment: datetime | None) -> str | None:
+    return format_time(moment) if moment is not None else None
+
+
+def is_terminal(status: dict[str, Any]) -> bool:
+    """Whether a status already shows Succeeded or Failed (terminal, never flips back)."""
+    conditions = cond.clean(status.get("conditions"))
+    return any(cond.is_true(conditions, ctype) for ctype in TERMINAL)
+
+
+def failed_reason(status: dict[str, Any]) -> str | None:
+    """The reason of a status' Failed=True condition, if any."""
+    found = cond.find(cond.clean(status.get("conditions")), ConditionType.FAILED)
+    return found.get("reason") if found and found.get("status") == "True" else None
+
+
+def frozen(status: dict[str, Any]) -> dict[str, Any]:
+    """A finished job's status as recorded; Metacontroller owns `observedGeneration`."""
+    return {k: v for k, v in status.items() if k != "observedGeneration"}
+
+
+def carried_start(previous: dict[str, Any]) -> datetime | None:
+    """The startTime of the previous status, if it holds a valid one."""
+    return parse(previous.get("startTime"))
+
+
+def start_time(previous: dict[str, Any], pods: dict[Any, list[ObservedPod]]) -> datetime | None:
+    """Earliest pod creation of the current run; carried forward, except across a resume."""
+    carried = carried_start(previous)
+    resumed = cond.is_true(cond.clean(previous.get("conditions")), ConditionType.SUSPENDED)
+    if carried is not None and not resumed:
+        return carried
+    return earliest(
+        *(p.created for attempts in pods.values() for p in attempts if not p.terminating)
+    )
+
+
+def replica_statuses(job: Job, plans: list[SlotPlan]) -> dict[str, dict[str, Any]]:
+    """Per type: pods running, succeeded and failed (latest attempt of each slot), restarts."""
+    statuses: dict[str, dict[str, Any]] = {}
+    for rtype in job.spec.replicas:
+        current = [p.current for p in plans if p.slot.rtype is rtype and p.current is not None]
+        statuses[rtype.value] = {
+            "active": sum(1 for pod in current if pod.active),
+            "succeeded": sum(1 for pod in current if pod.phase == SUCCEEDED),
+            "failed": sum(1 for pod in current if pod.phase == FAILED),
+            "restarts": sum(p.restarts for p in plans if p.slot.rtype is rtype),
+            "selector": type_selector(job.name, rtype),
+        }
+    return statuses
+
+
+def _assemble(
+    conditions: list[dict[str, Any]],
+    replicas: dict[str, Any],
+    start: str | None,
+    completion: str | None,
+) -> dict[str, Any]:
+    status: dict[str, Any] = {"conditions": conditions, "replicaStatuses": replicas}
+    if start is not None:
+        status["startTime"] = start
+    if completion is not None:
+        status["completionTime"] = completion
+    return status
+
+
+def created(
+    name: str, created_at: datetime | None, previous: dict[str, Any]
+) -> list[dict[str, Any]]:
+    """Previous conditions with `Created` ensured, stamped with the job's creation."""
+    return cond.set_condition(
+        cond.clean(previous.get("conditions")),
+        ConditionType.CREATED,
+        True,
+        Reason.CREATED,
+        f"MXJob {name} is created.",
+        _stamp(created_at),
+    )
+
+
+def active_status(
+    job: Job,
+    previous: dict[str, Any],
+    plans: list[SlotPlan],
+    outcome: Outcome,
+    start: datetime | None,
+) -> dict[str, Any]:
+    """Status of a running (or just finished) job."""
+    conditions = created(job.name, job.created, previous)
+    if cond.is_true(conditions, ConditionType.SUSPENDED):
+        conditions = cond.set_condition(
+            conditions,
+            ConditionType.SUSPENDED,
+            False,
+            Reason.RESUMED,
+            f"MXJob {job.name} is resumed.",
+            _stamp(job.spec_changed),
+        )
+    if outcome.ctype is not ConditionType.CREATED:
+        conditions = cond.set_condition(
+            conditions, outcome.ctype, True, outcome.reason, outcome.message, _stamp(outcome.time)
+        )
+    return _assemble(
+        conditions,
+        replica_statuses(job, plans),
+        _stamp(start),
+        _stamp(outcome.time) if outcome.finished else None,
+    )
+
+
+def suspended_status(job: Job, previous: dict[str, Any]) -> dict[str, Any]:
+    """Suspended=True, Running=False; no pods, so zero counts; startTime kept."""
+    moment = _stamp(job.spec_changed)
+    message = f"MXJob {job.name} is suspended."
+    conditions = created(job.name, job.created, previous)
+    if cond.find(conditions, ConditionType.RUNNING) is not None:
+        conditions = cond.set_condition(
+            conditions, ConditionType.RUNNING, False, Reason.SUSPENDED, message, moment
+        )
+    conditions = cond.set_condition(
+        conditions, ConditionType.SUSPENDED, True, Reason.SUSPENDED, message, moment
+    )
+    return _assemble(conditions, replica_statuses(job, []), _stamp(carried_start(previous)), None)
+
+
+def invalid_status(
+    name: str,
+    previous: dict[str, Any],
+    message: str,
+    created_at: datetime | None,
+    changed_at: datetime | None,
+) -> dict[str, Any]:
+    """Failed with reason MXJobInvalidSpec; counts and times carried from the last status."""
+    conditions = created(name, created_at, previous)
+    conditions = cond.set_condition(
+        conditions, ConditionType.FAILED, True, Reason.INVALID_SPEC, message, _stamp(changed_at)
+    )
+    replicas = previous.get("replicaStatuses")
+    return _assemble(
+        conditions,
+        replicas if isinstance(replicas, dict) else {},
+        _stamp(carried_start(previous)),
+        None,
+    )

@@ -1,0 +1,163 @@
+"""The hook: one sync request in, the desired children and status out (SPEC §2 to §6).
+
+    read and default the spec → validate → observe children → plan each replica slot →
+    decide the job's outcome → list the children → build the status
+
+`now` is a parameter and only the activeDeadlineSeconds check reads it.
+"""
+
+import math
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from hooks.core import children, gang, status
+from hooks.core.configmaps import desired_config, desired_result, recorded_status
+from hooks.core.fields import dig, dig_list
+from hooks.core.job import Job
+from hooks.core.naming import result_name
+from hooks.core.observed import pods_by_slot
+from hooks.core.outcome import deadline_at, decide
+from hooks.core.pods import desired_pod
+from hooks.core.request import CONFIG_MAP, POD, SyncRequest
+from hooks.core.restarts import SlotPlan, plan_slot
+from hooks.core.services import desired_service
+from hooks.core.spec import Problem, load
+from hooks.core.timestamps import latest, parse
+from hooks.core.validation import validate
+
+
+@dataclass(frozen=True)
+class SyncResponse:
+    """What Metacontroller applies: the parent's status and the complete list of children."""
+
+    status: dict[str, Any]
+    children: list[dict[str, Any]]
+    resync_after_seconds: float | None = None
+    invalid: list[Problem] = field(default_factory=list)
+    finalized: bool | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """Exactly the keys of SPEC §7: v2 hooks unmarshal strictly."""
+        body: dict[str, Any] = {"status": self.status, "children": self.children}
+        if self.resync_after_seconds is not None:
+            body["resyncAfterSeconds"] = self.resync_after_seconds
+        if self.finalized is not None:
+            body["finalized"] = self.finalized
+        return body
+
+
+def sync(request: SyncRequest, now: datetime) -> SyncResponse:
+    """Decide the desired state of one MXJob."""
+    spec, problems = load(request.parent.get("spec"))
+    if spec is not None:
+        problems = validate(request.name, spec)
+    if spec is None or problems:
+        return _invalid(request, problems)
+    job = Job(
+        name=request.name,
+        namespace=request.namespace,
+        spec=spec,
+        gang=gang.detect(request.controller, list(request.children)),
+        created=parse(dig(request.parent, "metadata", "creationTimestamp")),
+        spec_changed=_spec_changed(request.parent),
+    )
+    previous = request.status
+    record = recorded_status(request.group(CONFIG_MAP).get(result_name(job.name)))
+    if status.is_terminal(previous) or record is not None:
+        return _finished(job, request, record)
+    if spec.run_policy.suspend:
+        return SyncResponse(status.suspended_status(job, previous), [desired_config(job)])
+    pods = pods_by_slot(job.name, request.group(POD))
+    plans = [
+        plan_slot(slot, spec.replicas[slot.rtype].restart_policy, pods.get(slot, []))
+        for slot in job.slots()
+    ]
+    start = status.start_time(previous, pods)
+    outcome = decide(job, plans, start, now)
+    new_status = status.active_status(job, previous, plans, outcome, start)
+    if outcome.finished:
+        # Record the decision; nothing is deleted until the parent status shows it (SPEC §6).
+        kept = [c for c in children.keep_all(request) if not _is_result(job, c)]
+        return SyncResponse(new_status, [*kept, desired_result(job, new_status)])
+    deadline = deadline_at(job, start)
+    resync = None if deadline is None else max(1.0, math.ceil((deadline - now).total_seconds()))
+    return SyncResponse(new_status, _active_children(job, request, plans), resync)
+
+
+def finalize(request: SyncRequest, now: datetime) -> SyncResponse:
+    """The MXJob is being deleted: list no children; finalized once none is observed."""
+    decided = sync(request, now)
+    remaining = any(group for group in request.children.values())
+    return SyncResponse(decided.status, [], finalized=not remaining)
+
+
+def _invalid(request: SyncRequest, problems: list[Problem]) -> SyncResponse:
+    """Failed with MXJobInvalidSpec; every observed child is kept, nothing is created."""
+    message = f"MXJob {request.name} has an invalid spec: " + "; ".join(map(str, problems))
+    new_status = status.invalid_status(
+        request.name,
+        request.status,
+        message,
+        parse(dig(request.parent, "metadata", "creationTimestamp")),
+        _spec_changed(request.parent),
+    )
+    return SyncResponse(new_status, children.keep_all(request), invalid=problems)
+
+
+def _finished(job: Job, request: SyncRequest, record: dict[str, Any] | None) -> SyncResponse:
+    """A finished job: its status frozen; cleanup only once the parent status shows it."""
+    previous = request.status
+    if record is not None and not status.is_terminal(previous):
+        # Stale parent cache: the record says finished, so restore it and touch nothing.
+        return SyncResponse(status.frozen(record), children.keep_all(request))
+    final = status.frozen(previous)
+    if status.failed_reason(final) == "MXJobInvalidSpec":
+        # The job never ran under this controller's decisions: keep what the user has.
+        return SyncResponse(final, children.keep_all(request))
+    kept = children.after_cleanup(request, job.spec.run_policy.clean_pod_policy)
+    if record is None:
+        kept.append(desired_result(job, final))
+    kept.append(desired_config(job))
+    return SyncResponse(final, _unique(kept))
+
+
+def _active_children(job: Job, request: SyncRequest, plans: list[SlotPlan]) -> list[dict[str, Any]]:
+    """Pods kept or created per slot, a Service per slot, the ConfigMap, the PodGroup."""
+    result: list[dict[str, Any]] = [desired_config(job)]
+    observed_group = None
+    if job.gang is not None:
+        result.append(gang.pod_group(job.gang, job.name, job.namespace, job.spec))
+        observed_group = request.group(job.gang.value).get(job.name)
+    admit = gang.admits_new_pods(job.gang, observed_group)
+    for plan in plans:
+        result.extend(desired_pod(job, p.slot, p.attempt, p.restarts_before) for p in plan.keep)
+        if plan.create_attempt is not None and admit:
+            slot_pod = desired_pod(job, plan.slot, plan.create_attempt, plan.create_restarts_before)
+            result.append(slot_pod)
+        result.append(desired_service(job, plan.slot))
+    return result
+
+
+def _is_result(job: Job, child: dict[str, Any]) -> bool:
+    return child.get("kind") == "ConfigMap" and dig(child, "metadata", "name") == result_name(
+        job.name
+    )
+
+
+def _unique(listed: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One child per kind and name, first listing wins."""
+    seen: dict[tuple[object, object], dict[str, Any]] = {}
+    for child in listed:
+        seen.setdefault((child.get("kind"), dig(child, "metadata", "name")), child)
+    return list(seen.values())
+
+
+def _spec_changed(parent: dict[str, Any]) -> datetime | None:
+    """When the spec last changed: the latest non-status managedFields entry, else creation."""
+    times = [
+        parse(entry.get("time"))
+        for entry in dig_list(parent, "metadata", "managedFields")
+        if isinstance(entry, dict) and not entry.get("subresource")
+    ]
+    return latest(*times) or parse(dig(parent, "metadata", "creationTimestamp"))

@@ -1,0 +1,33 @@
+"""RFC 3339 timestamps as Kubernetes writes them (second precision, UTC, `Z`)."""
+
+from datetime import UTC, datetime
+
+
+def parse(value: object) -> datetime | None:
+    """Parse a Kubernetes timestamp; anything absent or malformed is `None`."""
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    return parsed.astimezone(UTC).replace(microsecond=0)
+
+
+def format_time(moment: datetime) -> str:
+    """Format as `2006-01-02T15:04:05Z`, the form the API server stores."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def latest(*moments: datetime | None) -> datetime | None:
+    """The latest of the known moments, or `None` if none is known."""
+    known = [m for m in moments if m is not None]
+    return max(known) if known else None
+
+
+def earliest(*moments: datetime | None) -> datetime | None:
+    """The earliest of the known moments, or `None` if none is known."""
+    known = [m for m in moments if m is not None]
+    return min(known) if known else None
