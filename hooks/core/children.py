@@ -37,9 +37,15 @@ def as_observed(child: dict[str, Any]) -> dict[str, Any]:
     return trimmed
 
 
+def _listed(observed: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Trimmed and in a canonical order, whatever order the request used."""
+    trimmed = [as_observed(child) for child in observed]
+    return sorted(trimmed, key=lambda c: (str(c["kind"]), str(c["metadata"].get("name"))))
+
+
 def keep_all(request: SyncRequest) -> list[dict[str, Any]]:
     """Every observed child, unchanged: nothing created, nothing deleted."""
-    return [as_observed(child) for group in request.children.values() for child in group.values()]
+    return _listed([child for group in request.children.values() for child in group.values()])
 
 
 def _survives_cleanup(pod: dict[str, Any], policy: CleanPodPolicy) -> bool:
@@ -61,7 +67,7 @@ def after_cleanup(request: SyncRequest, policy: CleanPodPolicy) -> list[dict[str
     slots = {_slot_key(p) for p in pods}
     services = [s for s in request.group(SERVICE).values() if _slot_key(s) in slots]
     config_maps = list(request.group(CONFIG_MAP).values())
-    return [as_observed(child) for child in (*pods, *services, *config_maps)]
+    return _listed([*pods, *services, *config_maps])
 
 
 def _slot_key(child: dict[str, Any]) -> tuple[object, object]:

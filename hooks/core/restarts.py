@@ -1,7 +1,7 @@
 """Restart rules (SPEC §5): which failures are retried, and how each replica slot moves on.
 
-A failed pod that its policy retries is kept until its replacement (next attempt name) has been
-observed, so the attempt count and restart total never depend on hook memory or parent status.
+Each replacement gets the next attempt name and an annotation with the restarts before it, so
+the attempt count and restart total never depend on hook memory or parent status.
 """
 
 from dataclasses import dataclass
@@ -87,14 +87,20 @@ class SlotPlan:
 
 
 def plan_slot(slot: Slot, policy: RestartPolicy, attempts: list[ObservedPod]) -> SlotPlan:
-    """Decide one slot from its observed attempts (oldest first)."""
+    """Decide one slot from its observed attempts (oldest first).
+
+    The newest failed attempt stays listed beside its replacement until that replacement fails
+    in turn: the attempt count survives the loss of the replacement, `kubectl logs` still shows
+    why it failed, and a response fed back as observed children asks for nothing new.
+    """
     if not attempts:
         return SlotPlan(slot, (), None, 0, 0, 0, None)
     current = attempts[-1]
     so_far = current.restarts_before + current.restart_count
     if current.phase != FAILED:
-        # The newest attempt is alive or done: older, failed attempts have been replaced.
-        return SlotPlan(slot, (current,), current, None, 0, so_far, None)
+        predecessor = attempts[-2] if len(attempts) > 1 else None
+        kept = (predecessor, current) if predecessor and predecessor.phase == FAILED else (current,)
+        return SlotPlan(slot, kept, current, None, 0, so_far, None)
     if on_failure(policy, current) is Retry.FATAL or current.attempt >= MAX_ATTEMPT:
         return SlotPlan(slot, (current,), current, None, 0, so_far, current)
     return SlotPlan(slot, (current,), current, current.attempt + 1, so_far + 1, so_far + 1, None)

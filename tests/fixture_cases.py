@@ -1,0 +1,335 @@
+"""The fixture cases: each builds a sync request by walking a job through a real lifecycle.
+
+`python -m tests.fixture_cases` writes `tests/fixtures/<case>/request.json` and records the
+hook's answer as `response.json`; review the diff of every recorded response before committing.
+`tests/test_fixtures.py` compares the hook's answer with the recorded one, whole.
+"""
+
+import copy
+import json
+import sys
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from tests.builders import (
+    NOW,
+    cluster_after,
+    mxjob,
+    pods_by_name,
+    replica,
+    request,
+    run,
+    running,
+    terminated,
+    terminating,
+)
+
+FIXTURES = Path(__file__).parent / "fixtures"
+Case = Callable[[], tuple[dict[str, Any], datetime]]
+CASES: dict[str, Case] = {}
+
+
+def case(fn: Case) -> Case:
+    CASES[fn.__name__.replace("_", "-")] = fn
+    return fn
+
+
+def first_cluster(
+    job: dict[str, Any], controller: dict[str, Any] | None = None
+) -> list[dict[str, Any]]:
+    """The children a cluster holds after the hook's first sync of `job`."""
+    return cluster_after(run(request(job, controller=controller)))
+
+
+def status_after(
+    job: dict[str, Any], children: list[dict[str, Any]], now: datetime = NOW
+) -> dict[str, Any]:
+    """The status the hook would have written for this state (what the next sync observes)."""
+    return run(request(job, children), now).status
+
+
+def with_states(
+    children: list[dict[str, Any]], **states: Callable[[dict[str, Any]], dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """Apply a state function to named pods (`mnist_worker_0=running`); `_` in keys is `-`."""
+    named = {k.replace("_", "-"): fn for k, fn in states.items()}
+    return [
+        named[c["metadata"]["name"]](c)
+        if c["kind"] == "Pod" and c["metadata"]["name"] in named
+        else c
+        for c in children
+    ]
+
+
+def all_pods(
+    children: list[dict[str, Any]], fn: Callable[[dict[str, Any]], dict[str, Any]]
+) -> list[dict[str, Any]]:
+    return [fn(c) if c["kind"] == "Pod" else c for c in children]
+
+
+# --- SPEC §3/§4: a distributed MXTrain job through its life -------------------------------
+
+
+@case
+def dist_first_sync() -> tuple[dict[str, Any], datetime]:
+    """1 Scheduler, 2 Servers, 3 Workers, seen for the first time: every child is created."""
+    return request(mxjob()), NOW
+
+
+@case
+def dist_all_running() -> tuple[dict[str, Any], datetime]:
+    job = mxjob()
+    children = all_pods(first_cluster(job), running)
+    return request(mxjob(status=status_after(job, first_cluster(job))), children), NOW
+
+
+def _dist_running() -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    job = mxjob()
+    children = all_pods(first_cluster(job), running)
+    return mxjob(status=status_after(job, children)), children
+
+
+@case
+def dist_succeeded() -> tuple[dict[str, Any], datetime]:
+    """Scheduler and Workers exit 0; Servers still run: the job has succeeded."""
+    job, children = _dist_running()
+    done = lambda pod: terminated(pod, 0, minutes=30)  # noqa: E731
+    children = with_states(
+        children,
+        mnist_scheduler_0=done,
+        mnist_worker_0=done,
+        mnist_worker_1=done,
+        mnist_worker_2=done,
+    )
+    return request(job, children), NOW
+
+
+@case
+def dist_succeeded_cleanup_running() -> tuple[dict[str, Any], datetime]:
+    """The parent status shows Succeeded: cleanPodPolicy Running removes the running Servers."""
+    job, children = _dist_running()
+    done = lambda pod: terminated(pod, 0, minutes=30)  # noqa: E731
+    children = with_states(
+        children,
+        mnist_scheduler_0=done,
+        mnist_worker_0=done,
+        mnist_worker_1=done,
+        mnist_worker_2=done,
+    )
+    response = run(request(job, children))
+    children = children + cluster_after(response)[-1:]
+    return request(mxjob(status=response.status), children), NOW
+
+
+@case
+def exitcode_worker_killed_137() -> tuple[dict[str, Any], datetime]:
+    """ExitCode policy, a Worker killed (137): a replacement pod `-r1`, Restarting=True."""
+    replicas = {"Scheduler": replica(1), "Server": replica(2), "Worker": replica(3, "ExitCode")}
+    job = mxjob(replicas=replicas)
+    children = all_pods(first_cluster(job), running)
+    job = mxjob(replicas=replicas, status=status_after(job, children))
+    children = with_states(children, mnist_worker_1=lambda p: terminated(p, 137, minutes=20))
+    return request(job, children), NOW
+
+
+@case
+def exitcode_replacement_running() -> tuple[dict[str, Any], datetime]:
+    """The replacement of the killed Worker runs: Running again, restarts 1, failed pod kept."""
+    body, now = exitcode_worker_killed_137()
+    response = run(body, now)
+    children = [c for group in body["children"].values() for c in group.values()]
+    replacement = pods_by_name(cluster_after(response, minutes=21))["mnist-worker-1-r1"]
+    children.append(running(replacement, minutes=22))
+    parent = copy.deepcopy(body["parent"])
+    parent["status"] = response.status
+    return request(parent, children), NOW
+
+
+@case
+def exitcode_worker_exit_1() -> tuple[dict[str, Any], datetime]:
+    """ExitCode policy, a Worker exits 1 (permanent): Failed, the message names replica and code."""
+    replicas = {"Scheduler": replica(1), "Server": replica(2), "Worker": replica(3, "ExitCode")}
+    job = mxjob(replicas=replicas)
+    children = all_pods(first_cluster(job), running)
+    job = mxjob(replicas=replicas, status=status_after(job, children))
+    children = with_states(children, mnist_worker_2=lambda p: terminated(p, 1, minutes=15))
+    return request(job, children), NOW
+
+
+@case
+def never_worker_failure() -> tuple[dict[str, Any], datetime]:
+    """Never policy: even a retryable exit (143) fails the job."""
+    job, children = _dist_running()
+    children = with_states(children, mnist_worker_0=lambda p: terminated(p, 143, minutes=15))
+    return request(job, children), NOW
+
+
+@case
+def onfailure_backoff_limit() -> tuple[dict[str, Any], datetime]:
+    """OnFailure restarts in place; 3 restarts exceed backoffLimit 2: Failed BackoffLimitExceeded."""
+    replicas = {"Worker": replica(2, "OnFailure")}
+    job = mxjob(replicas=replicas, run_policy={"backoffLimit": 2})
+    children = all_pods(first_cluster(job), running)
+    job = mxjob(
+        replicas=replicas, run_policy={"backoffLimit": 2}, status=status_after(job, children)
+    )
+    children = with_states(
+        children,
+        mnist_worker_0=lambda p: running(p, minutes=9, restarts=2),
+        mnist_worker_1=lambda p: running(p, minutes=8, restarts=1),
+    )
+    return request(job, children), NOW
+
+
+@case
+def evicted_worker_replaced() -> tuple[dict[str, Any], datetime]:
+    """ExitCode policy, a Worker evicted (no exit code): retryable, replaced."""
+    replicas = {"Worker": replica(2, "ExitCode")}
+    job = mxjob(replicas=replicas, run_policy={"backoffLimit": 3})
+    children = all_pods(first_cluster(job), running)
+    job = mxjob(
+        replicas=replicas, run_policy={"backoffLimit": 3}, status=status_after(job, children)
+    )
+    children = with_states(children, mnist_worker_0=lambda p: terminated(p, None, reason="Evicted"))
+    return request(job, children), NOW
+
+
+@case
+def single_worker() -> tuple[dict[str, Any], datetime]:
+    """One Worker and nothing else: no Scheduler, DMLC_PS_ROOT_URI empty, port 0."""
+    return request(mxjob(replicas={"Worker": replica(1)})), NOW
+
+
+@case
+def four_workers_no_scheduler_succeeded() -> tuple[dict[str, Any], datetime]:
+    """Worker-only job with 4 Workers: succeeded once every Worker succeeded."""
+    job = mxjob(replicas={"Worker": replica(4)})
+    children = all_pods(first_cluster(job), running)
+    job = mxjob(replicas={"Worker": replica(4)}, status=status_after(job, children))
+    children = all_pods(children, lambda p: terminated(p, 0, minutes=40))
+    return request(job, children), NOW
+
+
+TUNE_REPLICAS = {
+    "TunerTracker": replica(1),
+    "TunerServer": replica(2),
+    "Tuner": replica(1),
+}
+
+
+def _tune_job(**extra: Any) -> dict[str, Any]:
+    replicas = copy.deepcopy(TUNE_REPLICAS)
+    replicas["TunerServer"]["template"]["metadata"] = {
+        "annotations": {"tuner-server-key": "gpu-v100"}
+    }
+    return mxjob(name="autotvm", replicas=replicas, mode="MXTune", **extra)
+
+
+@case
+def tune_created() -> tuple[dict[str, Any], datetime]:
+    """MXTune: TunerTracker, 2 TunerServers, Tuner; `labels` carries tuner-server-key."""
+    return request(_tune_job()), NOW
+
+
+@case
+def tune_succeeded() -> tuple[dict[str, Any], datetime]:
+    """MXTune succeeds when the Tuner succeeds."""
+    job = _tune_job()
+    children = all_pods(first_cluster(job), running)
+    job = _tune_job(status=status_after(job, children))
+    children = with_states(children, autotvm_tuner_0=lambda p: terminated(p, 0, minutes=50))
+    return request(job, children), NOW
+
+
+@case
+def byteps_worker_ids() -> tuple[dict[str, Any], datetime]:
+    """A BytePS job: each Worker gets DMLC_WORKER_ID; user env is kept after ours."""
+    bps = "bytepsimage/mxnet"
+    env = [{"name": "BYTEPS_LOG_LEVEL", "value": "INFO"}, {"name": "DMLC_ROLE", "value": "bogus"}]
+    replicas = {
+        "Scheduler": replica(1, image=bps),
+        "Server": replica(1, image=bps),
+        "Worker": replica(2, image=bps, env=env, command=["bpslaunch"]),
+    }
+    return request(mxjob(name="byteps", replicas=replicas)), NOW
+
+
+# --- SPEC §2: invalid specs ---------------------------------------------------------------
+
+
+@case
+def invalid_no_mxnet_container() -> tuple[dict[str, Any], datetime]:
+    replicas = {
+        "Worker": {
+            "replicas": 1,
+            "template": {"spec": {"containers": [{"name": "main", "image": "x"}]}},
+        }
+    }
+    return request(mxjob(replicas=replicas)), NOW
+
+
+@case
+def invalid_two_schedulers() -> tuple[dict[str, Any], datetime]:
+    return request(mxjob(replicas={"Scheduler": replica(2), "Worker": replica(1)})), NOW
+
+
+@case
+def invalid_server_without_scheduler() -> tuple[dict[str, Any], datetime]:
+    return request(mxjob(replicas={"Server": replica(1), "Worker": replica(1)})), NOW
+
+
+@case
+def invalid_name_too_long() -> tuple[dict[str, Any], datetime]:
+    return request(mxjob(name="a-very-long-training-job-name-for-the-imagenet-run")), NOW
+
+
+@case
+def invalid_spec_keeps_running_pods() -> tuple[dict[str, Any], datetime]:
+    """A running job edited into an invalid spec: Failed, and nothing running is deleted."""
+    job, children = _dist_running()
+    job["spec"]["mxReplicaSpecs"]["Worker"]["restartPolicy"] = "Sometimes"
+    return request(job, children), NOW
+
+
+# --- SPEC §7/§8: protocol details ---------------------------------------------------------
+
+
+@case
+def hook_v2_request() -> tuple[dict[str, Any], datetime]:
+    """Hook v2 keys children by namespace/name; the answer is the same as for v1."""
+    job, children = _dist_running()
+    return request(job, children, v2=True), NOW
+
+
+@case
+def terminating_pods() -> tuple[dict[str, Any], datetime]:
+    """A deleted, still-terminating Worker is neither active nor re-created under its name."""
+    job, children = _dist_running()
+    children = with_states(children, mnist_worker_2=terminating)
+    return request(job, children), NOW
+
+
+@case
+def lowercase_replica_keys() -> tuple[dict[str, Any], datetime]:
+    """Replica keys match case-insensitively (`worker` == `Worker`)."""
+    return request(mxjob(replicas={"scheduler": replica(1), "worker": replica(2)})), NOW
+
+
+def write() -> None:
+    """Write every case's request and record the hook's response."""
+    FIXTURES.mkdir(exist_ok=True)
+    for name, build in CASES.items():
+        body, now = build()
+        folder = FIXTURES / name
+        folder.mkdir(exist_ok=True)
+        (folder / "request.json").write_text(json.dumps(body, indent=2, sort_keys=True) + "\n")
+        (folder / "now.txt").write_text(now.strftime("%Y-%m-%dT%H:%M:%SZ") + "\n")
+        response = run(body, now).to_json()
+        (folder / "response.json").write_text(json.dumps(response, indent=2, sort_keys=True) + "\n")
+        print(f"wrote {folder}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    write()
