@@ -14,7 +14,7 @@ from hooks.core.sync import SyncResponse, sync
 T0 = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
 NOW = T0 + timedelta(hours=1)
 UID = "3f1c2a9e-0000-4000-8000-000000000001"
-CONTROLLER = {
+CONTROLLER: dict[str, Any] = {
     "apiVersion": "metacontroller.k8s.io/v1alpha1",
     "kind": "CompositeController",
     "metadata": {"name": "mxjob-controller"},
@@ -95,7 +95,7 @@ def request(
 ) -> dict[str, Any]:
     """A sync request; v2 keys children by `namespace/name`, v1 by name."""
     groups: dict[str, dict[str, Any]] = {key: {} for key in CHILD_GROUPS}
-    ctrl = controller or CONTROLLER
+    ctrl: dict[str, Any] = controller or CONTROLLER
     for rule in ctrl["spec"]["childResources"]:
         if rule["resource"] == "podgroups":
             groups[f"PodGroup.{rule['apiVersion']}"] = {}

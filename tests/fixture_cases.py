@@ -168,7 +168,7 @@ def never_worker_failure() -> tuple[dict[str, Any], datetime]:
 
 @case
 def onfailure_backoff_limit() -> tuple[dict[str, Any], datetime]:
-    """OnFailure restarts in place; 3 restarts exceed backoffLimit 2: Failed BackoffLimitExceeded."""
+    """OnFailure restarts in place; 3 restarts exceed backoffLimit 2: BackoffLimitExceeded."""
     replicas = {"Worker": replica(2, "OnFailure")}
     job = mxjob(replicas=replicas, run_policy={"backoffLimit": 2})
     children = all_pods(first_cluster(job), running)
