@@ -1,0 +1,180 @@
+"""Invariants of the hook over generated MXJobs and child states (hypothesis).
+
+Determinism, the fixpoint of feeding a response back as observed children, a status free of
+the wall clock, valid child names, the DMLC counts, unique env names, and that no response
+deletes a running pod of an unfinished, unsuspended, valid job.
+"""
+
+import copy
+import json
+import re
+from datetime import timedelta
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from hooks.core.api import MODE_TYPES, JobMode
+from tests.builders import (
+    NOW,
+    T0,
+    cluster_after,
+    created,
+    mxjob,
+    replica,
+    request,
+    run,
+    running,
+    terminated,
+)
+from tests.builders import terminating as terminating_pod
+
+DNS_1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+POLICIES = ("Always", "OnFailure", "Never", "ExitCode")
+EXIT_CODES = (0, 1, 2, 127, 130, 137, 138, 139, 143, None)
+PROFILE = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@st.composite
+def jobs(draw: st.DrawFn, with_deadline: bool = True) -> dict[str, Any]:
+    """A valid MXJob of either mode with small replica counts and any run policy."""
+    mode = draw(st.sampled_from(list(JobMode)))
+    scheduler, server, worker = MODE_TYPES[mode]
+    replicas: dict[str, Any] = {}
+    policy = st.sampled_from(POLICIES)
+    if mode is JobMode.TRAIN:
+        servers = draw(st.integers(0, 2))
+        if servers or draw(st.booleans()):
+            replicas[scheduler.value] = replica(1, draw(policy))
+        if servers:
+            replicas[server.value] = replica(servers, draw(policy))
+        replicas[worker.value] = replica(draw(st.integers(1, 4)), draw(policy))
+    else:
+        replicas[scheduler.value] = replica(1, draw(policy))
+        replicas[server.value] = replica(draw(st.integers(1, 2)), draw(policy))
+        replicas[worker.value] = replica(1, draw(policy))
+    run_policy: dict[str, Any] = {
+        "cleanPodPolicy": draw(st.sampled_from(["All", "Running", "None"])),
+    }
+    if draw(st.booleans()):
+        run_policy["backoffLimit"] = draw(st.integers(0, 3))
+    if with_deadline and draw(st.booleans()):
+        run_policy["activeDeadlineSeconds"] = draw(st.integers(60, 7200))
+    name = draw(st.sampled_from(["mnist", "j", "resnet-50-dist"]))
+    return mxjob(name=name, replicas=replicas, run_policy=run_policy, mode=mode.value)
+
+
+def pod_state(draw: st.DrawFn, pod: dict[str, Any]) -> dict[str, Any] | None:
+    """One observed pod in any state, or None for a pod that is gone."""
+    kind = draw(st.sampled_from(["gone", "pending", "running", "finished", "terminating"]))
+    if kind == "gone":
+        return None
+    if kind == "pending":
+        return pod
+    if kind == "running":
+        return running(pod, minutes=draw(st.integers(1, 30)), restarts=draw(st.integers(0, 2)))
+    if kind == "finished":
+        return terminated(pod, draw(st.sampled_from(EXIT_CODES)), minutes=draw(st.integers(2, 50)))
+    return terminating_pod(running(pod))
+
+
+@st.composite
+def states(draw: st.DrawFn, with_deadline: bool = True) -> dict[str, Any]:
+    """A sync request: a job, children in random states, maybe a status from an earlier sync."""
+    job = draw(jobs(with_deadline))
+    children = []
+    for child in cluster_after(run(request(job))):
+        observed = pod_state(draw, child) if child["kind"] == "Pod" else child
+        if observed is not None:
+            children.append(observed)
+    if draw(st.booleans()):
+        job["status"] = run(request(job, children)).status
+    if draw(st.integers(0, 9)) == 0:
+        job["spec"].setdefault("runPolicy", {})["suspend"] = True
+    return request(job, children)
+
+
+def observed_children(body: dict[str, Any]) -> list[dict[str, Any]]:
+    return [c for group in body["children"].values() for c in group.values()]
+
+
+def key(child: dict[str, Any]) -> tuple[str, str]:
+    return child["kind"], child["metadata"]["name"]
+
+
+@PROFILE
+@given(states())
+def test_same_request_same_response(body: dict[str, Any]) -> None:
+    assert run(body).to_json() == run(copy.deepcopy(body)).to_json()
+
+
+@PROFILE
+@given(states())
+def test_response_fed_back_as_observed_children_changes_nothing(body: dict[str, Any]) -> None:
+    """The cluster after applying a response: kept children as observed, new ones created."""
+    first = run(body)
+    observed = {key(c): c for c in observed_children(body)}
+    after = [observed.get(key(c)) or cluster_after_one(c) for c in first.children]
+    second = run(request(body["parent"], after, body["controller"]))
+    assert sorted(map(key, second.children)) == sorted(map(key, first.children))
+
+
+def cluster_after_one(child: dict[str, Any]) -> dict[str, Any]:
+    """A child created by the API server now."""
+    return created(child, minutes=(NOW - T0).total_seconds() / 60)
+
+
+@PROFILE
+@given(states(with_deadline=False), st.integers(1, 10**6))
+def test_status_does_not_depend_on_the_clock(body: dict[str, Any], seconds: int) -> None:
+    later = NOW + timedelta(seconds=seconds)
+    assert run(body, NOW).status == run(body, later).status
+    assert run(body, NOW).to_json() == run(body, later).to_json()
+
+
+@PROFILE
+@given(states())
+def test_child_names_are_dns_labels(body: dict[str, Any]) -> None:
+    for child in run(body).children:
+        name = child["metadata"]["name"]
+        assert len(name) <= 63 and DNS_1123_LABEL.match(name), name
+
+
+@PROFILE
+@given(states())
+def test_dmlc_counts_match_spec_and_env_names_are_unique(body: dict[str, Any]) -> None:
+    specs = body["parent"]["spec"]["mxReplicaSpecs"]
+    replicas = {k.lower(): v["replicas"] for k, v in specs.items()}
+    for child in run(body).children:
+        if child["kind"] != "Pod":
+            continue
+        for container in child["spec"]["containers"]:
+            names = [var["name"] for var in container["env"]]
+            assert len(names) == len(set(names))
+            env = {var["name"]: var.get("value", "") for var in container["env"]}
+            assert env["DMLC_NUM_WORKER"] == str(replicas.get("worker", 0))
+            assert env["DMLC_NUM_SERVER"] == str(replicas.get("server", 0))
+
+
+@PROFILE
+@given(states())
+def test_running_pods_of_an_active_job_are_never_deleted(body: dict[str, Any]) -> None:
+    response = run(body)
+    conditions = response.status.get("conditions", [])
+    finished = any(
+        c["type"] in ("Succeeded", "Failed") and c["status"] == "True" for c in conditions
+    )
+    suspended = body["parent"]["spec"].get("runPolicy", {}).get("suspend", False)
+    if finished or suspended:
+        return
+    listed = {key(c) for c in response.children}
+    for child in observed_children(body):
+        if child["kind"] == "Pod" and child.get("status", {}).get("phase") == "Running":
+            assert key(child) in listed, f"running pod {child['metadata']['name']} deleted"
+
+
+@PROFILE
+@given(states())
+def test_status_is_json_and_never_holds_the_clock(body: dict[str, Any]) -> None:
+    text = json.dumps(run(body).status)
+    assert NOW.strftime("%Y-%m-%dT%H:%M") not in text
