@@ -14,7 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from tests.builders import (
+    CONTROLLER,
     NOW,
+    at,
     cluster_after,
     mxjob,
     pods_by_name,
@@ -315,6 +317,204 @@ def terminating_pods() -> tuple[dict[str, Any], datetime]:
 def lowercase_replica_keys() -> tuple[dict[str, Any], datetime]:
     """Replica keys match case-insensitively (`worker` == `Worker`)."""
     return request(mxjob(replicas={"scheduler": replica(1), "worker": replica(2)})), NOW
+
+
+# --- SPEC §6: run policy -------------------------------------------------------------------
+
+
+def _finished_job(
+    run_policy: dict[str, Any], exit_code: int
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """A 1 Scheduler / 1 Server / 2 Worker job whose Workers ended with `exit_code`, and
+    whose parent status already shows the decision (cleanup may proceed)."""
+    replicas = {"Scheduler": replica(1), "Server": replica(1), "Worker": replica(2)}
+    job = mxjob(replicas=replicas, run_policy=run_policy)
+    children = all_pods(first_cluster(job), running)
+    end = lambda pod: terminated(pod, exit_code, minutes=30)  # noqa: E731
+    children = with_states(children, mnist_scheduler_0=end, mnist_worker_0=end, mnist_worker_1=end)
+    decided = run(request(mxjob(replicas=replicas, run_policy=run_policy), children))
+    children += [c for c in cluster_after(decided) if c["metadata"]["name"].endswith("-result")]
+    return mxjob(replicas=replicas, run_policy=run_policy, status=decided.status), children
+
+
+@case
+def cleanup_all_after_success() -> tuple[dict[str, Any], datetime]:
+    """cleanPodPolicy All: every pod and Service goes; ConfigMaps (and the record) stay."""
+    job, children = _finished_job({"cleanPodPolicy": "All"}, 0)
+    return request(job, children), NOW
+
+
+@case
+def cleanup_none_after_failure() -> tuple[dict[str, Any], datetime]:
+    """cleanPodPolicy None: everything stays, the running Server too."""
+    job, children = _finished_job({"cleanPodPolicy": "None"}, 1)
+    return request(job, children), NOW
+
+
+@case
+def cleanup_waits_for_parent_status() -> tuple[dict[str, Any], datetime]:
+    """Finished, but the parent status is still old: the decision is recorded, nothing deleted."""
+    job, children = _finished_job({"cleanPodPolicy": "All"}, 0)
+    del job["status"]
+    children = [c for c in children if not c["metadata"]["name"].endswith("-result")]
+    return request(job, children), NOW
+
+
+@case
+def stale_cache_pods_gone_parent_old() -> tuple[dict[str, Any], datetime]:
+    """The dangerous case: cleanup removed the pods, the parent cache still shows Running.
+    The result record restores the final status and nothing is created again."""
+    job, children = _finished_job({"cleanPodPolicy": "All"}, 0)
+    running_status = run(
+        request(
+            mxjob(replicas=job["spec"]["mxReplicaSpecs"]),
+            all_pods(
+                [
+                    c
+                    for c in children
+                    if c["kind"] != "ConfigMap" or "config" in c["metadata"]["name"]
+                ],
+                running,
+            ),
+        )
+    ).status
+    job["status"] = running_status
+    children = [c for c in children if c["kind"] == "ConfigMap"]
+    return request(job, children), NOW
+
+
+@case
+def deadline_running() -> tuple[dict[str, Any], datetime]:
+    """activeDeadlineSeconds 7200 from a start 30 s after T0: resync when it runs out."""
+    job = mxjob(run_policy={"activeDeadlineSeconds": 7200})
+    children = all_pods(first_cluster(job), running)
+    return request(mxjob(run_policy={"activeDeadlineSeconds": 7200}), children), NOW
+
+
+@case
+def deadline_exceeded() -> tuple[dict[str, Any], datetime]:
+    """Past startTime + 600 s: Failed DeadlineExceeded at exactly that moment; pods kept until
+    the parent status shows it."""
+    job = mxjob(run_policy={"activeDeadlineSeconds": 600})
+    children = all_pods(first_cluster(job), running)
+    return request(mxjob(run_policy={"activeDeadlineSeconds": 600}), children), NOW
+
+
+@case
+def deadline_exceeded_cleanup() -> tuple[dict[str, Any], datetime]:
+    """The parent status shows DeadlineExceeded: every pod goes, whatever cleanPodPolicy says."""
+    policy = {"activeDeadlineSeconds": 600, "cleanPodPolicy": "None"}
+    children = all_pods(first_cluster(mxjob(run_policy=policy)), running)
+    decided = run(request(mxjob(run_policy=policy), children))
+    children += [c for c in cluster_after(decided) if c["metadata"]["name"].endswith("-result")]
+    return request(mxjob(run_policy=policy, status=decided.status), children), NOW
+
+
+@case
+def suspend_running_job() -> tuple[dict[str, Any], datetime]:
+    """suspend: true on a running job: no pods, no Services; Suspended, Running=False."""
+    job, children = _dist_running()
+    job["spec"]["runPolicy"] = {"suspend": True}
+    job["metadata"]["managedFields"] = [
+        {"manager": "kubectl", "operation": "Update", "time": at(45)},
+        {
+            "manager": "metacontroller",
+            "operation": "Update",
+            "time": at(46),
+            "subresource": "status",
+        },
+    ]
+    return request(job, children), NOW
+
+
+@case
+def resume_suspended_job() -> tuple[dict[str, Any], datetime]:
+    """suspend: false again: Suspended=False (MXJobResumed), pods come back, startTime reset."""
+    body, now = suspend_running_job()
+    suspended = run(body, now)
+    job = copy.deepcopy(body["parent"])
+    job["spec"]["runPolicy"] = {"suspend": False}
+    job["metadata"]["managedFields"][0]["time"] = at(55)
+    job["status"] = suspended.status
+    return request(job, cluster_after(suspended)), now
+
+
+@case
+def exitcode_backoff_after_replacements() -> tuple[dict[str, Any], datetime]:
+    """backoffLimit 1 counts replacements: the replacement is killed again, the job fails."""
+    replicas = {"Worker": replica(2, "ExitCode")}
+    policy = {"backoffLimit": 1}
+    job = mxjob(replicas=replicas, run_policy=policy)
+    children = all_pods(first_cluster(job), running)
+    children = with_states(children, mnist_worker_0=lambda p: terminated(p, 137, minutes=5))
+    first = run(request(job, children))
+    replacement = pods_by_name(cluster_after(first, minutes=6))["mnist-worker-0-r1"]
+    children.append(terminated(replacement, 143, minutes=9, started=7))
+    return request(mxjob(replicas=replicas, run_policy=policy, status=first.status), children), NOW
+
+
+@case
+def inline_run_policy_layout() -> tuple[dict[str, Any], datetime]:
+    """The kubeflow/mxnet-operator v1 layout: run-policy fields directly under spec."""
+    job = mxjob(
+        replicas={"Worker": replica(1, "ExitCode")},
+        cleanPodPolicy="All",
+        backoffLimit=0,
+        activeDeadlineSeconds=300,
+    )
+    children = all_pods(first_cluster(job), running)
+    children = with_states(children, mnist_worker_0=lambda p: terminated(p, 137, minutes=3))
+    return request(job, children), NOW
+
+
+def _gang_controller(api_version: str) -> dict[str, Any]:
+    controller = copy.deepcopy(CONTROLLER)
+    controller["spec"]["childResources"].append(
+        {"apiVersion": api_version, "resource": "podgroups"}
+    )
+    return controller
+
+
+VOLCANO = _gang_controller("scheduling.volcano.sh/v1beta1")
+PLUGINS = _gang_controller("scheduling.x-k8s.io/v1alpha1")
+GANG_POLICY = {
+    "schedulingPolicy": {
+        "minAvailable": 4,
+        "queue": "training",
+        "priorityClass": "high",
+        "minResources": {"cpu": "4", "memory": "8Gi"},
+        "scheduleTimeoutSeconds": 120,
+    }
+}
+
+
+@case
+def volcano_podgroup_pending() -> tuple[dict[str, Any], datetime]:
+    """Volcano: the PodGroup is created first; no pod while it is Pending."""
+    job = mxjob(run_policy=GANG_POLICY)
+    first = run(request(job, controller=VOLCANO))
+    children = cluster_after(first)
+    for child in children:
+        if child["kind"] == "PodGroup":
+            child["status"] = {"phase": "Pending"}
+    return request(job, children, VOLCANO), NOW
+
+
+@case
+def volcano_podgroup_inqueue() -> tuple[dict[str, Any], datetime]:
+    """Volcano: once the PodGroup is Inqueue the pods come, with schedulerName volcano."""
+    body, now = volcano_podgroup_pending()
+    for group in body["children"].values():
+        for child in group.values():
+            if child["kind"] == "PodGroup":
+                child["status"] = {"phase": "Inqueue"}
+    return body, now
+
+
+@case
+def scheduler_plugins_podgroup() -> tuple[dict[str, Any], datetime]:
+    """scheduler-plugins: a PodGroup with minMember and scheduleTimeoutSeconds; pods labelled."""
+    return request(mxjob(run_policy=GANG_POLICY), controller=PLUGINS), NOW
 
 
 def write() -> None:

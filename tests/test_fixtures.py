@@ -51,7 +51,8 @@ def test_recorded_request_is_what_the_case_builds(case: Path) -> None:
 
 
 @pytest.mark.parametrize("case", CASE_DIRS, ids=lambda p: p.name)
-def test_children_validate_against_kubernetes_schema(case: Path) -> None:
+def test_builtin_children_validate_against_kubernetes_schema(case: Path) -> None:
     _, _, response = load(case)
     for child in response["children"]:
-        kubernetes_validate.validate(child, K8S_VERSION, strict=True)
+        if child["apiVersion"] == "v1":  # PodGroups are checked against their CRDs elsewhere
+            kubernetes_validate.validate(child, K8S_VERSION, strict=True)

@@ -3,12 +3,15 @@
 Semantics of kubeflow/common `setCondition`: an identical condition changes nothing; otherwise
 the condition moves to the end (so `conditions[-1:]` is the latest), keeping its
 lastTransitionTime while its status is unchanged. Running and Restarting replace each other,
-and a terminal condition turns Running to False.
+and a terminal condition turns Running (and, beyond kubeflow, Restarting) to False.
 """
 
 from typing import Any
 
 from hooks.core.api import TERMINAL, ConditionType, Reason
+
+#: Conditions a finished job can no longer be in.
+_ENDED_BY_TERMINAL = ("Running", "Restarting")
 
 
 def clean(conditions: object) -> list[dict[str, Any]]:
@@ -68,7 +71,7 @@ def set_condition(
         other = condition.get("type")
         if other == ctype.value or {other, ctype.value} == {"Running", "Restarting"}:
             continue
-        if ctype in TERMINAL and other == "Running" and condition.get("status") == "True":
+        if ctype in TERMINAL and other in _ENDED_BY_TERMINAL and condition.get("status") == "True":
             updated.append(_stamped({**condition, "status": "False"}, time, time))
         else:
             updated.append(condition)

@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from hooks.core import children, gang, status
+from hooks.core.api import CleanPodPolicy, Reason
 from hooks.core.configmaps import desired_config, desired_result, recorded_status
 from hooks.core.fields import dig, dig_list
 from hooks.core.job import Job
@@ -112,10 +113,13 @@ def _finished(job: Job, request: SyncRequest, record: dict[str, Any] | None) -> 
         # Stale parent cache: the record says finished, so restore it and touch nothing.
         return SyncResponse(status.frozen(record), children.keep_all(request))
     final = status.frozen(previous)
-    if status.failed_reason(final) == "MXJobInvalidSpec":
+    if status.failed_reason(final) == Reason.INVALID_SPEC:
         # The job never ran under this controller's decisions: keep what the user has.
         return SyncResponse(final, children.keep_all(request))
-    kept = children.after_cleanup(request, job.spec.run_policy.clean_pod_policy)
+    policy = job.spec.run_policy.clean_pod_policy
+    if status.failed_reason(final) == Reason.DEADLINE:
+        policy = CleanPodPolicy.ALL  # SPEC §6: past the deadline, every pod goes
+    kept = children.after_cleanup(request, policy)
     if record is None:
         kept.append(desired_result(job, final))
     kept.append(desired_config(job))
