@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PORT ?= 8080
 
-.PHONY: run test lint unit bench load venv clean
+.PHONY: run test lint venv clean
 
 $(STAMP): requirements.txt requirements-dev.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -33,3 +33,7 @@ test: lint
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
+
+## up / down: the local playground (control plane + CRD + CompositeController + hook on 8080)
+CLUSTER_UP_FLAGS ?= --install-project
+include tools/cluster/cluster.mk

@@ -1,0 +1,383 @@
+"""What the manifest and example tests share: kustomize builds, and MXJob validation done the way
+kube-apiserver does it (structural defaulting, the OpenAPI schema, the CEL rules).
+
+The CRD's `openAPIV3Schema` is OpenAPI, not JSON Schema: `to_json_schema` drops the
+`x-kubernetes-*` keys, turns `nullable` into a null type, and closes every object that declares
+properties (kube-apiserver prunes unknown fields and `kubectl apply` reports them as errors in its
+default strict mode) unless it keeps unknown fields. CEL rules are evaluated with cel-python,
+whose `matches` uses RE2 like kube-apiserver.
+"""
+
+import copy
+import functools
+import re
+import shutil
+import subprocess
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import celpy
+import jsonschema
+import kubernetes_validate
+import yaml
+from celpy import celtypes
+from celpy.adapter import json_to_cel
+from celpy.evaluation import CELEvalError
+
+from hooks.core.request import parse
+from hooks.core.sync import sync
+
+REPO = Path(__file__).resolve().parent.parent
+MANIFESTS = REPO / "manifests"
+METACONTROLLER = REPO / "metacontroller"
+EXAMPLES = REPO / "examples"
+BAD_EXAMPLES = Path(__file__).resolve().parent / "bad_examples"
+SCHEMAS = Path(__file__).resolve().parent / "schemas"
+CRD_FILE = MANIFESTS / "crd" / "mxjobs.kubeflow.org.yaml"
+
+#: The Kubernetes release the project targets (SPEC §9); the newest the package has otherwise.
+WANTED_KUBERNETES = "1.36.0"
+NOW = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
+CREATED = "2026-03-01T11:00:00Z"
+
+#: Install variants and the CompositeController overlay each one ships.
+INSTALL_OVERLAYS = {
+    "standard": MANIFESTS / "overlays" / "standard",
+    "volcano": MANIFESTS / "overlays" / "volcano",
+    "scheduler-plugins": MANIFESTS / "overlays" / "scheduler-plugins",
+}
+CONTROLLER_OVERLAYS = {
+    "standard": METACONTROLLER / "base",
+    "volcano": METACONTROLLER / "overlays" / "volcano",
+    "scheduler-plugins": METACONTROLLER / "overlays" / "scheduler-plugins",
+    "local": METACONTROLLER / "overlays" / "local",
+}
+#: Kind of each child resource (Metacontroller keys children `Kind.apiVersion`).
+KIND_OF_RESOURCE = {
+    "pods": "Pod",
+    "services": "Service",
+    "configmaps": "ConfigMap",
+    "podgroups": "PodGroup",
+}
+
+
+def kubernetes_version() -> str:
+    """WANTED_KUBERNETES if kubernetes-validate has its schemas, else its newest version."""
+    versions = set(kubernetes_validate.utils.all_versions())
+    return (
+        WANTED_KUBERNETES if WANTED_KUBERNETES in versions else kubernetes_validate.latest_version()
+    )
+
+
+# --- YAML and kustomize ------------------------------------------------------------------------
+
+
+def load_docs(path: Path) -> list[dict[str, Any]]:
+    """Every non-empty YAML document of a file."""
+    return [doc for doc in yaml.safe_load_all(path.read_text()) if doc]
+
+
+def load_one(path: Path) -> dict[str, Any]:
+    docs = load_docs(path)
+    assert len(docs) == 1, f"{path} should hold exactly one document, has {len(docs)}"
+    return docs[0]
+
+
+def kustomization_dirs() -> list[Path]:
+    """Every kustomization (not Component) under manifests/ and metacontroller/."""
+    found = []
+    for root in (MANIFESTS, METACONTROLLER):
+        for path in sorted(root.rglob("kustomization.yaml")):
+            if load_one(path).get("kind", "Kustomization") == "Kustomization":
+                found.append(path.parent)
+    return found
+
+
+def kustomize_command() -> list[str] | None:
+    if kustomize := shutil.which("kustomize"):
+        return [kustomize, "build"]
+    if kubectl := shutil.which("kubectl"):
+        return [kubectl, "kustomize"]
+    return None
+
+
+@functools.cache
+def _build(path: Path) -> str:
+    command = kustomize_command()
+    assert command is not None, "neither kustomize nor kubectl is installed"
+    done = subprocess.run(
+        [*command, str(path)], capture_output=True, text=True, check=False, timeout=120
+    )
+    assert done.returncode == 0, f"kustomize build {path} failed:\n{done.stderr}"
+    return done.stdout
+
+
+def build(path: Path) -> list[dict[str, Any]]:
+    """The objects a kustomization builds (a fresh copy each call)."""
+    return [doc for doc in yaml.safe_load_all(_build(path)) if doc]
+
+
+def controller_of(overlay: str) -> dict[str, Any]:
+    """The CompositeController built by a metacontroller/ overlay."""
+    (controller,) = [
+        o for o in build(CONTROLLER_OVERLAYS[overlay]) if o["kind"] == "CompositeController"
+    ]
+    return controller
+
+
+def name_of(obj: dict[str, Any]) -> str:
+    meta = obj.get("metadata", {})
+    where = f"{meta['namespace']}/" if meta.get("namespace") else ""
+    return f"{obj.get('kind')} {where}{meta.get('name')}"
+
+
+# --- OpenAPI schemas as JSON Schema ------------------------------------------------------------
+
+_DATE_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$")
+_DURATION = re.compile(r"^([0-9]+(\.[0-9]*)?(ns|us|µs|ms|s|m|h))+$")
+FORMATS = jsonschema.FormatChecker(formats=())
+
+
+def _is_date_time(value: object) -> bool:
+    if not isinstance(value, str):
+        return True
+    if not _DATE_TIME.match(value):
+        return False
+    datetime.fromisoformat(value.replace("z", "Z").replace("t", "T"))
+    return True
+
+
+def _is_int32(value: object) -> bool:
+    return not isinstance(value, int) or -(2**31) <= value < 2**31
+
+
+def _is_int64(value: object) -> bool:
+    return not isinstance(value, int) or -(2**63) <= value < 2**63
+
+
+def _is_duration(value: object) -> bool:
+    return not isinstance(value, str) or bool(_DURATION.match(value))
+
+
+FORMATS.checks("date-time", raises=ValueError)(_is_date_time)
+FORMATS.checks("int32")(_is_int32)
+FORMATS.checks("int64")(_is_int64)
+FORMATS.checks("duration")(_is_duration)
+
+
+_DROPPED = {"description", "default", "example", "externalDocs", "nullable"}
+
+
+def to_json_schema(node: dict[str, Any], *, root: bool = True) -> dict[str, Any]:
+    """An OpenAPI v3 (structural) schema as a JSON Schema (see the module docstring).
+
+    The root `metadata` stays open: it is ObjectMeta, which the API server checks itself.
+    """
+
+    def convert(sub: dict[str, Any], at_root: bool) -> dict[str, Any]:
+        return to_json_schema(sub, root=at_root)
+
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        if key.startswith("x-kubernetes-") or key in _DROPPED:
+            continue
+        if key == "properties":
+            out[key] = {
+                name: convert(sub, False)
+                | ({} if not (root and name == "metadata") else {"additionalProperties": True})
+                for name, sub in value.items()
+            }
+        elif key in ("additionalProperties", "items", "not") and isinstance(value, dict):
+            out[key] = convert(value, False)
+        elif key in ("anyOf", "allOf", "oneOf"):
+            out[key] = [convert(sub, False) for sub in value]
+        else:
+            out[key] = value
+    if node.get("x-kubernetes-int-or-string") is True and "anyOf" not in out:
+        out["anyOf"] = [{"type": "integer"}, {"type": "string"}]
+    if node.get("nullable") is True and "type" in out:
+        out["type"] = [out["type"], "null"]
+    keeps_unknown = node.get("x-kubernetes-preserve-unknown-fields") is True
+    if "properties" in node and "additionalProperties" not in node and not keeps_unknown:
+        out["additionalProperties"] = False
+    return out
+
+
+def schema_errors(schema: dict[str, Any], value: object) -> list[str]:
+    """`path: message` for every violation of an OpenAPI schema, sorted."""
+    validator = jsonschema.Draft7Validator(to_json_schema(schema), format_checker=FORMATS)
+    return sorted(
+        f"{_path(error.absolute_path)}: {error.message}" for error in validator.iter_errors(value)
+    )
+
+
+def _path(parts: Any) -> str:
+    text = ""
+    for part in parts:
+        text += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return text.lstrip(".") or "<root>"
+
+
+def apply_defaults(schema: dict[str, Any], value: Any) -> Any:
+    """Structural defaulting, in place: absent properties with a `default` get it, recursively."""
+    if isinstance(value, dict):
+        properties = schema.get("properties", {})
+        for name, sub in properties.items():
+            if name not in value and "default" in sub:
+                value[name] = copy.deepcopy(sub["default"])
+        extra = schema.get("additionalProperties")
+        for name, item in value.items():
+            if name in properties:
+                apply_defaults(properties[name], item)
+            elif isinstance(extra, dict):
+                apply_defaults(extra, item)
+    elif isinstance(value, list) and isinstance(schema.get("items"), dict):
+        for item in value:
+            apply_defaults(schema["items"], item)
+    return value
+
+
+def walk_schema(node: dict[str, Any], path: str = "") -> Iterator[tuple[str, dict[str, Any]]]:
+    """Every schema node with a readable path (`.spec.mxReplicaSpecs.*.template`, `[]`: items)."""
+    yield path or ".", node
+    for name, sub in node.get("properties", {}).items():
+        yield from walk_schema(sub, f"{path}.{name}")
+    if isinstance(node.get("additionalProperties"), dict):
+        yield from walk_schema(node["additionalProperties"], f"{path}.*")
+    if isinstance(node.get("items"), dict):
+        yield from walk_schema(node["items"], f"{path}[]")
+    for key in ("anyOf", "allOf", "oneOf"):
+        for i, sub in enumerate(node.get(key, [])):
+            yield from walk_schema(sub, f"{path}.{key}[{i}]")
+
+
+# --- CEL (x-kubernetes-validations) ------------------------------------------------------------
+
+_CEL = celpy.Environment()
+
+
+@functools.cache
+def cel_program(rule: str) -> celpy.Runner:
+    """A compiled CEL rule (raises on a syntax error)."""
+    return _CEL.program(_CEL.compile(rule))
+
+
+def cel_holds(rule: str, value: object) -> bool | str:
+    """True when the rule holds for `self` = value, False when not, the error text on an error."""
+    try:
+        activation = {"self": json_to_cel(value)}  # type: ignore[arg-type]
+        result = cel_program(rule).evaluate(activation)
+    except CELEvalError as error:
+        return f"evaluation error: {error.args[0] if error.args else error}"
+    if isinstance(result, CELEvalError):
+        return f"evaluation error: {result.args[0] if result.args else result}"
+    return isinstance(result, celtypes.BoolType) and bool(result)
+
+
+def cel_violations(schema: dict[str, Any], value: Any, path: str = "") -> list[str]:
+    """`path: message` of every rule that does not hold, wherever its node is present."""
+    found = []
+    for rule in schema.get("x-kubernetes-validations", []):
+        holds = cel_holds(rule["rule"], value)
+        if holds is not True:
+            detail = "" if holds is False else f" ({holds})"
+            found.append(f"{path or '<root>'}: {rule.get('message', rule['rule'])}{detail}")
+    if isinstance(value, dict):
+        properties = schema.get("properties", {})
+        extra = schema.get("additionalProperties")
+        for name, item in value.items():
+            sub = properties.get(name, extra if isinstance(extra, dict) else None)
+            if sub is not None:
+                found.extend(cel_violations(sub, item, f"{path}.{name}".lstrip(".")))
+    elif isinstance(value, list) and isinstance(schema.get("items"), dict):
+        for i, item in enumerate(value):
+            found.extend(cel_violations(schema["items"], item, f"{path}[{i}]"))
+    return found
+
+
+# --- the MXJob CRD -----------------------------------------------------------------------------
+
+
+def mxjob_crd() -> dict[str, Any]:
+    return load_one(CRD_FILE)
+
+
+def mxjob_schema() -> dict[str, Any]:
+    """The openAPIV3Schema of the served and stored version v1."""
+    (version,) = [v for v in mxjob_crd()["spec"]["versions"] if v["name"] == "v1"]
+    schema: dict[str, Any] = version["schema"]["openAPIV3Schema"]
+    return schema
+
+
+def admit_mxjob(obj: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """What kube-apiserver does on create: defaults, then schema and CEL checks.
+
+    Returns the defaulted object and every problem found (empty when it would be accepted).
+    """
+    schema = mxjob_schema()
+    defaulted = apply_defaults(schema, copy.deepcopy(obj))
+    problems = schema_errors(schema, defaulted)
+    problems.extend(cel_violations(schema, defaulted))
+    return defaulted, problems
+
+
+def expectations(path: Path, key: str) -> list[str]:
+    """The values of `# key: value` header lines of a YAML file."""
+    prefix = f"# {key}:"
+    return [
+        line[len(prefix) :].strip()
+        for line in path.read_text().splitlines()
+        if line.startswith(prefix)
+    ]
+
+
+# --- the hook ----------------------------------------------------------------------------------
+
+
+def child_groups(controller: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The empty `children` Metacontroller sends for a new parent: one entry per child rule."""
+    return {
+        f"{KIND_OF_RESOURCE[rule['resource']]}.{rule['apiVersion']}": {}
+        for rule in controller["spec"]["childResources"]
+    }
+
+
+def new_parent(example: dict[str, Any]) -> dict[str, Any]:
+    """An example as the API server stores it: defaulted, with namespace, uid and timestamps."""
+    parent, problems = admit_mxjob(example)
+    assert problems == [], problems
+    parent["metadata"].update(
+        namespace="default",
+        uid=str(uuid.uuid5(uuid.NAMESPACE_URL, parent["metadata"]["name"])),
+        creationTimestamp=CREATED,
+        generation=1,
+        resourceVersion="1",
+    )
+    return parent
+
+
+def hook_sync(
+    controller: dict[str, Any], parent: dict[str, Any], children: dict[str, dict[str, Any]]
+) -> dict[str, Any]:
+    """The hook's response body to one sync request."""
+    request = {
+        "controller": controller,
+        "parent": parent,
+        "children": children,
+        "finalizing": False,
+    }
+    return sync(parse(copy.deepcopy(request)), NOW).to_json()
+
+
+def observed(child: dict[str, Any], parent: dict[str, Any]) -> dict[str, Any]:
+    """A desired child as Metacontroller would later observe it (created, owned)."""
+    seen = copy.deepcopy(child)
+    meta = seen["metadata"]
+    meta.setdefault("namespace", parent["metadata"]["namespace"])
+    meta["uid"] = str(uuid.uuid5(uuid.NAMESPACE_URL, name_of(seen)))
+    meta["creationTimestamp"] = CREATED
+    meta.setdefault("labels", {})["controller-uid"] = parent["metadata"]["uid"]
+    return seen

@@ -1,0 +1,619 @@
+"""The install manifests (manifests/, metacontroller/, Dockerfile).
+
+Every kustomization builds and every object it builds validates: built-in kinds against the
+Kubernetes 1.36 schemas in strict mode (unknown fields are errors), CompositeControllers against
+Metacontroller's CRD (copied under tests/schemas/). Then the pieces are checked to fit together:
+the CRD is structural and agrees with the hook's vocabulary, the Deployment runs the hook the way
+hooks/gunicorn_config.py expects, the Service, NetworkPolicy and webhook URLs reach it, and
+Metacontroller's RBAC covers every resource its CompositeController manages.
+
+Acceptance by a real kube-apiserver (CEL cost limits included) is the end-to-end tier's job.
+"""
+
+import importlib
+import re
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import kubernetes_validate
+import pytest
+from flask.testing import FlaskClient
+
+from hooks.app import create_app
+from hooks.core.api import CleanPodPolicy, JobMode, ReplicaType, RestartPolicy
+from hooks.core.gang import Gang, detect
+from tests.manifest_support import (
+    CONTROLLER_OVERLAYS,
+    CRD_FILE,
+    INSTALL_OVERLAYS,
+    KIND_OF_RESOURCE,
+    MANIFESTS,
+    METACONTROLLER,
+    REPO,
+    SCHEMAS,
+    build,
+    cel_program,
+    controller_of,
+    kubernetes_version,
+    kustomization_dirs,
+    kustomize_command,
+    load_one,
+    mxjob_crd,
+    mxjob_schema,
+    name_of,
+    schema_errors,
+    to_json_schema,
+    walk_schema,
+)
+
+pytestmark = pytest.mark.skipif(
+    kustomize_command() is None, reason="neither kustomize nor kubectl is installed"
+)
+
+KUSTOMIZATIONS = kustomization_dirs()
+CC_V4 = SCHEMAS / "metacontroller-v4-compositecontroller.yaml"
+CC_V1_5 = SCHEMAS / "metacontroller-v1.5.20-compositecontroller.yaml"
+HOOK_NAMESPACE = "mxjob-system"
+CLUSTER_SCOPED = {
+    "Namespace",
+    "CustomResourceDefinition",
+    "ClusterRole",
+    "ClusterRoleBinding",
+    "CompositeController",
+}
+#: Metacontroller's pods as its own manifests label them (manifests/production/metacontroller.yaml).
+METACONTROLLER_NAMESPACE = "metacontroller"
+METACONTROLLER_POD_LABELS = {"app.kubernetes.io/name": "metacontroller"}
+AGGREGATE_TO_METACONTROLLER = "rbac.metacontroller.k8s.io/aggregate-to-metacontroller"
+
+
+def rel(path: Path) -> str:
+    return str(path.relative_to(REPO))
+
+
+def crd_schema(path: Path) -> dict[str, Any]:
+    (version,) = load_one(path)["spec"]["versions"]
+    schema: dict[str, Any] = version["schema"]["openAPIV3Schema"]
+    return schema
+
+
+def validate(obj: dict[str, Any]) -> list[str]:
+    """Problems of one built object (empty when it validates)."""
+    if obj.get("kind") == "CompositeController":
+        return [f"{name_of(obj)}: {p}" for p in schema_errors(crd_schema(CC_V4), obj)]
+    try:
+        kubernetes_validate.validate(obj, kubernetes_version(), strict=True)
+    except kubernetes_validate.ValidationError as error:
+        return [f"{name_of(obj)}: {'.'.join(map(str, error.path))}: {error.message}"]
+    except kubernetes_validate.SchemaNotFoundError:
+        return [f"{name_of(obj)}: no schema for {obj.get('apiVersion')} {obj.get('kind')}"]
+    return []
+
+
+def one(objects: list[dict[str, Any]], kind: str, name: str | None = None) -> dict[str, Any]:
+    found = [o for o in objects if o["kind"] == kind and name in (None, o["metadata"]["name"])]
+    assert len(found) == 1, f"expected one {kind} {name or ''}, found {len(found)}"
+    return found[0]
+
+
+def duration_seconds(text: str) -> float:
+    """A Go duration such as `20s`, `1m30s` or `500ms`, in seconds."""
+    units = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
+    parts = re.findall(r"([0-9.]+)(h|ms|us|ns|m|s)", text)
+    assert "".join(n + u for n, u in parts) == text, f"not a Go duration: {text!r}"
+    return sum(float(n) * units[u] for n, u in parts)
+
+
+@pytest.fixture
+def client() -> FlaskClient:
+    return create_app().test_client()
+
+
+# --- every kustomization builds into valid objects ---------------------------------------------
+
+
+def test_every_expected_kustomization_exists() -> None:
+    wanted = {MANIFESTS / "crd", *INSTALL_OVERLAYS.values(), *CONTROLLER_OVERLAYS.values()}
+    assert wanted <= set(KUSTOMIZATIONS)
+
+
+@pytest.mark.parametrize("path", KUSTOMIZATIONS, ids=[rel(p) for p in KUSTOMIZATIONS])
+def test_kustomization_builds_valid_objects(path: Path) -> None:
+    objects = build(path)
+    assert objects, f"{rel(path)} builds nothing"
+    problems = [problem for obj in objects for problem in validate(obj)]
+    assert problems == []
+
+
+def test_validation_catches_a_wrong_object() -> None:
+    """The validators above are strict: an unknown field or a wrong type is an error."""
+    deployment = one(build(MANIFESTS / "hook"), "Deployment")
+    deployment["spec"]["template"]["spec"]["containers"][0]["imagePullPolicyy"] = "Always"
+    assert validate(deployment) != []
+    controller = controller_of("standard")
+    controller["spec"]["childResources"][0]["updateStrategy"]["method"] = "Sometimes"
+    assert validate(controller) != []
+
+
+@pytest.mark.parametrize("variant", INSTALL_OVERLAYS)
+def test_install_variant_is_complete(variant: str) -> None:
+    objects = build(INSTALL_OVERLAYS[variant])
+    one(objects, "CustomResourceDefinition", "mxjobs.kubeflow.org")
+    one(objects, "Deployment", "mxjob-hook")
+    one(objects, "Service", "mxjob-hook")
+    one(objects, "NetworkPolicy", "mxjob-hook")
+    one(objects, "ClusterRole", "mxjob-metacontroller")
+    controller = one(objects, "CompositeController")
+    assert controller == controller_of(variant)
+    for obj in objects:
+        if obj["kind"] not in CLUSTER_SCOPED:
+            assert obj["metadata"].get("namespace") == HOOK_NAMESPACE, name_of(obj)
+
+
+@pytest.mark.parametrize("variant", INSTALL_OVERLAYS)
+def test_hook_and_ttl_controller_share_one_image(variant: str) -> None:
+    """One `images:` entry for `mxjob` retags both (manifests/components/ttl-controller/README)."""
+    images = {
+        container["image"]
+        for obj in build(INSTALL_OVERLAYS[variant])
+        if obj["kind"] == "Deployment"
+        for container in obj["spec"]["template"]["spec"]["containers"]
+    }
+    assert len(images) == 1
+    assert images.pop().startswith("mxjob:")
+
+
+# --- the CRD -----------------------------------------------------------------------------------
+
+
+def test_crd_names_and_version() -> None:
+    crd = mxjob_crd()
+    spec = crd["spec"]
+    assert crd["metadata"]["name"] == "mxjobs.kubeflow.org"
+    assert (spec["group"], spec["scope"]) == ("kubeflow.org", "Namespaced")
+    assert spec["names"]["kind"] == "MXJob"
+    assert spec["names"]["plural"] == "mxjobs"
+    assert "mxj" in spec["names"]["shortNames"]
+    (version,) = spec["versions"]
+    assert (version["name"], version["served"], version["storage"]) == ("v1", True, True)
+    assert version["subresources"] == {"status": {}}
+
+
+def test_crd_schema_is_structural() -> None:
+    """Every node has a type; objects are maps or records; unknown fields only in templates."""
+    problems = []
+    for path, node in walk_schema(mxjob_schema()):
+        keeps_unknown = node.get("x-kubernetes-preserve-unknown-fields") is True
+        if (
+            "type" not in node
+            and not node.get("x-kubernetes-int-or-string")
+            and ".anyOf[" not in path
+        ):
+            problems.append(f"{path}: no type")
+        if "properties" in node and "additionalProperties" in node:
+            problems.append(f"{path}: both properties and additionalProperties")
+        if keeps_unknown and not path.startswith(".spec.mxReplicaSpecs.*.template"):
+            problems.append(f"{path}: keeps unknown fields outside the pod template")
+        for field in node.get("required", []):
+            if field not in node.get("properties", {}):
+                problems.append(f"{path}: requires undeclared {field}")
+    assert problems == []
+
+
+def test_crd_defaults_are_valid_values() -> None:
+    defaults = [(p, n) for p, n in walk_schema(mxjob_schema()) if "default" in n]
+    assert {p for p, _ in defaults} >= {
+        ".spec.jobMode",
+        ".spec.mxReplicaSpecs.*.replicas",
+        ".spec.mxReplicaSpecs.*.restartPolicy",
+    }
+    for path, node in defaults:
+        assert schema_errors(node, node["default"]) == [], path
+
+
+def test_crd_run_policy_has_no_defaults() -> None:
+    """A default under runPolicy would override the same field given inline (old layout)."""
+    schema = mxjob_schema()["properties"]["spec"]
+    for path, node in walk_schema(schema["properties"]["runPolicy"]):
+        assert "default" not in node, path
+
+
+def test_inline_run_policy_fields_match_run_policy() -> None:
+    def strip(node: Any) -> Any:
+        if isinstance(node, dict):
+            return {k: strip(v) for k, v in node.items() if k != "description"}
+        return node
+
+    spec = mxjob_schema()["properties"]["spec"]["properties"]
+    nested = spec["runPolicy"]["properties"]
+    for field, schema in nested.items():
+        assert strip(spec[field]) == strip(schema), field
+
+
+def test_crd_enums_are_the_hooks_vocabulary() -> None:
+    spec = mxjob_schema()["properties"]["spec"]["properties"]
+    replica = spec["mxReplicaSpecs"]["additionalProperties"]["properties"]
+    assert spec["jobMode"]["enum"] == [m.value for m in JobMode]
+    assert replica["restartPolicy"]["enum"] == [p.value for p in RestartPolicy]
+    assert spec["cleanPodPolicy"]["enum"] == [p.value for p in CleanPodPolicy]
+    assert spec["runPolicy"]["properties"]["cleanPodPolicy"]["enum"] == [
+        p.value for p in CleanPodPolicy
+    ]
+
+
+def test_crd_replica_type_rule_names_every_type() -> None:
+    rules = " ".join(
+        r["rule"]
+        for r in mxjob_schema()["properties"]["spec"]["properties"]["mxReplicaSpecs"][
+            "x-kubernetes-validations"
+        ]
+    )
+    for rtype in ReplicaType:
+        assert rtype.short in rules
+
+
+def test_crd_rules_compile_and_say_what_to_do() -> None:
+    rules = [
+        (path, rule)
+        for path, node in walk_schema(mxjob_schema())
+        for rule in node.get("x-kubernetes-validations", [])
+    ]
+    assert len(rules) >= 12
+    for path, rule in rules:
+        cel_program(rule["rule"])
+        assert len(rule.get("message", "")) > 20, f"{path}: {rule['rule']}"
+
+
+def test_crd_status_schema_takes_what_metacontroller_adds() -> None:
+    status = mxjob_schema()["properties"]["status"]
+    assert schema_errors(status, {"observedGeneration": 3}) == []
+    assert schema_errors(status, {"observedGeneration": "3"}) != []
+
+
+def resolve(schema: dict[str, Any], json_path: str) -> dict[str, Any] | None:
+    """The schema node a printer-column path (`.a.b`, `.a[-1:].b`) reads, or None."""
+    if json_path == ".metadata.creationTimestamp":
+        return {"type": "string"}  # ObjectMeta, not part of the CRD's schema
+    node = schema
+    for name in re.findall(r"\.([A-Za-z]+)|\[[-0-9:]+\]", json_path):
+        if not name:
+            node = node.get("items", {})
+        elif name in node.get("properties", {}):
+            node = node["properties"][name]
+        elif isinstance(node.get("additionalProperties"), dict):
+            node = node["additionalProperties"]
+        else:
+            return None
+    return node
+
+
+def test_printer_columns_read_existing_fields() -> None:
+    (version,) = mxjob_crd()["spec"]["versions"]
+    columns = version["additionalPrinterColumns"]
+    assert [c["name"] for c in columns[:2]] == ["State", "Age"]
+    assert columns[0]["jsonPath"] == ".status.conditions[-1:].type"
+    kinds = {"string": "string", "integer": "integer", "date": "string"}
+    for column in columns:
+        node = resolve(mxjob_schema(), column["jsonPath"])
+        assert node is not None, column
+        assert node.get("type") == kinds[column["type"]], column
+    assert all(c.get("priority", 0) == 1 for c in columns[2:])
+
+
+def test_schema_conversion_handles_openapi_keywords() -> None:
+    openapi = {
+        "type": "object",
+        "properties": {
+            "a": {"type": "string", "nullable": True, "x-kubernetes-validations": []},
+            "b": {"x-kubernetes-int-or-string": True},
+            "c": {"type": "object", "x-kubernetes-preserve-unknown-fields": True, "properties": {}},
+        },
+    }
+    assert to_json_schema(openapi) == {
+        "type": "object",
+        "properties": {
+            "a": {"type": ["string", "null"]},
+            "b": {"anyOf": [{"type": "integer"}, {"type": "string"}]},
+            "c": {"type": "object", "properties": {}},
+        },
+        "additionalProperties": False,
+    }
+    assert schema_errors(openapi, {"a": None, "b": "50%", "c": {"x": 1}}) == []
+    assert schema_errors(openapi, {"b": 1.5}) != []
+    assert schema_errors(openapi, {"d": 1}) != []
+
+
+# --- the hook Deployment, Service and NetworkPolicy --------------------------------------------
+
+
+def hook_objects() -> list[dict[str, Any]]:
+    return build(MANIFESTS / "hook")
+
+
+def hook_container() -> tuple[dict[str, Any], dict[str, Any]]:
+    pod = one(hook_objects(), "Deployment")["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    return pod, container
+
+
+def env_of(container: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {var["name"]: var for var in container.get("env", [])}
+
+
+def test_hook_pod_is_locked_down() -> None:
+    pod, container = hook_container()
+    assert pod["automountServiceAccountToken"] is False
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert pod["securityContext"]["runAsUser"] > 0
+    assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    security = container["securityContext"]
+    assert security["readOnlyRootFilesystem"] is True
+    assert security["allowPrivilegeEscalation"] is False
+    assert security["capabilities"] == {"drop": ["ALL"]}
+    assert set(container["resources"]) == {"requests", "limits"}
+    account = one(hook_objects(), "ServiceAccount", pod["serviceAccountName"])
+    assert account.get("automountServiceAccountToken") is False
+
+
+def test_hook_env_matches_gunicorn_config() -> None:
+    _, container = hook_container()
+    env = env_of(container)
+    (port,) = container["ports"]
+    assert env["PORT"]["value"] == str(port["containerPort"])
+    workers = env["WEB_CONCURRENCY"]["valueFrom"]["resourceFieldRef"]
+    assert workers["resource"] == "limits.cpu"
+    assert workers.get("containerName", container["name"]) == container["name"]
+    assert "cpu" in container["resources"]["limits"]
+    assert env["LOG_LEVEL"]["value"] in {"debug", "info", "warning", "error"}
+    assert int(env["MXJOB_MAX_BODY_BYTES"]["value"]) > 0
+
+
+def test_gunicorn_and_metric_files_go_to_a_memory_volume() -> None:
+    """The root filesystem is read-only: whatever the hook writes lands on the tmpfs volume."""
+    pod, container = hook_container()
+    env = env_of(container)
+    for variable in ("GUNICORN_TMP_DIR", "PROMETHEUS_MULTIPROC_DIR"):
+        directory = env[variable]["value"]
+        (mount,) = [
+            m
+            for m in container["volumeMounts"]
+            if directory == m["mountPath"] or directory.startswith(m["mountPath"].rstrip("/") + "/")
+        ]
+        (volume,) = [v for v in pod["volumes"] if v["name"] == mount["name"]]
+        assert volume["emptyDir"]["medium"] == "Memory", variable
+
+
+def test_scrape_annotations_name_the_metrics_endpoint(client: FlaskClient) -> None:
+    deployment = one(hook_objects(), "Deployment")
+    annotations = deployment["spec"]["template"]["metadata"]["annotations"]
+    _, container = hook_container()
+    assert annotations["prometheus.io/port"] == str(container["ports"][0]["containerPort"])
+    assert client.get(annotations["prometheus.io/path"]).status_code == 200
+
+
+def test_probes_reach_health_endpoints_of_the_app(client: FlaskClient) -> None:
+    _, container = hook_container()
+    (port,) = container["ports"]
+    for probe in ("livenessProbe", "readinessProbe"):
+        get = container[probe]["httpGet"]
+        assert get["port"] in (port["name"], port["containerPort"])
+        assert client.get(get["path"]).status_code == 200, probe
+    assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
+    assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
+
+
+def test_service_selects_the_hook_pods() -> None:
+    objects = hook_objects()
+    service = one(objects, "Service", "mxjob-hook")
+    labels = one(objects, "Deployment")["spec"]["template"]["metadata"]["labels"]
+    assert service["spec"]["selector"].items() <= labels.items()
+    _, container = hook_container()
+    (port,) = service["spec"]["ports"]
+    assert port["targetPort"] in (
+        container["ports"][0]["name"],
+        container["ports"][0]["containerPort"],
+    )
+
+
+def test_network_policy_admits_only_metacontroller() -> None:
+    objects = hook_objects()
+    policy = one(objects, "NetworkPolicy")["spec"]
+    labels = one(objects, "Deployment")["spec"]["template"]["metadata"]["labels"]
+    assert policy["podSelector"]["matchLabels"].items() <= labels.items()
+    assert set(policy["policyTypes"]) == {"Ingress", "Egress"}
+    assert policy.get("egress", []) == []
+    (rule,) = policy["ingress"]
+    (peer,) = rule["from"]
+    assert peer["namespaceSelector"]["matchLabels"] == {
+        "kubernetes.io/metadata.name": METACONTROLLER_NAMESPACE
+    }
+    assert peer["podSelector"]["matchLabels"] == METACONTROLLER_POD_LABELS
+    _, container = hook_container()
+    assert [p["port"] for p in rule["ports"]] == [container["ports"][0]["name"]]
+
+
+def test_namespace_enforces_restricted_pod_security() -> None:
+    namespace = one(build(MANIFESTS / "hook"), "Namespace", HOOK_NAMESPACE)
+    assert namespace["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "restricted"
+
+
+# --- the CompositeControllers ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("overlay", CONTROLLER_OVERLAYS)
+def test_controller_manages_mxjobs(overlay: str) -> None:
+    spec = controller_of(overlay)["spec"]
+    crd = mxjob_crd()["spec"]
+    assert spec["parentResource"] == {
+        "apiVersion": f"{crd['group']}/v1",
+        "resource": crd["names"]["plural"],
+    }
+    assert spec["generateSelector"] is True
+    assert 30 <= spec["resyncPeriodSeconds"] <= 300
+    resources = [(r["apiVersion"], r["resource"]) for r in spec["childResources"]]
+    assert resources[:3] == [("v1", "pods"), ("v1", "services"), ("v1", "configmaps")]
+    for rule in spec["childResources"]:
+        assert rule["updateStrategy"]["method"] == "OnDelete", rule
+
+
+@pytest.mark.parametrize("overlay", CONTROLLER_OVERLAYS)
+def test_hook_timeout_outlasts_the_gunicorn_worker_timeout(overlay: str) -> None:
+    gunicorn = importlib.import_module("hooks.gunicorn_config")
+    hooks = controller_of(overlay)["spec"]["hooks"]
+    assert set(hooks) == {"sync", "finalize"}
+    for hook in hooks.values():
+        assert duration_seconds(hook["webhook"]["timeout"]) >= max(10, gunicorn.timeout + 1)
+
+
+@pytest.mark.parametrize(
+    ("overlay", "gang"),
+    [
+        ("standard", None),
+        ("volcano", Gang.VOLCANO),
+        ("scheduler-plugins", Gang.SCHEDULER_PLUGINS),
+        ("local", None),
+    ],
+)
+def test_overlay_selects_the_hooks_gang_scheduler(overlay: str, gang: Gang | None) -> None:
+    """The hook recognises each overlay's PodGroup rule; the overlays differ in nothing else."""
+    controller = controller_of(overlay)
+    assert detect(controller, []) is gang
+    base = controller_of("standard")["spec"]["childResources"]
+    extra = controller["spec"]["childResources"][len(base) :]
+    assert controller["spec"]["childResources"][: len(base)] == base
+    assert [f"PodGroup.{r['apiVersion']}" for r in extra] == ([gang.value] if gang else [])
+
+
+def test_production_webhooks_reach_the_hook_service(client: FlaskClient) -> None:
+    objects = build(INSTALL_OVERLAYS["standard"])
+    service = one(objects, "Service", "mxjob-hook")
+    hooks = one(objects, "CompositeController")["spec"]["hooks"]
+    for name, path in (("sync", "/sync"), ("finalize", "/finalize")):
+        assert hooks[name]["version"] == "v2"
+        url = urlsplit(hooks[name]["webhook"]["url"])
+        host = f"{service['metadata']['name']}.{service['metadata']['namespace']}.svc"
+        assert (url.scheme, url.hostname, url.port or 80, url.path) == (
+            "http",
+            host,
+            service["spec"]["ports"][0]["port"],
+            path,
+        )
+        # The app serves that path (a body that is no sync request gets 422, not 404/405).
+        assert client.post(path, json={}).status_code == 422
+
+
+def test_local_overlay_calls_the_hook_on_loopback() -> None:
+    hooks = controller_of("local")["spec"]["hooks"]
+    assert hooks["sync"]["webhook"]["url"] == "http://127.0.0.1:8080/sync"
+    assert hooks["finalize"]["webhook"]["url"] == "http://127.0.0.1:8080/finalize"
+
+
+@pytest.mark.parametrize(
+    "schema", [CC_V4, CC_V1_5], ids=["metacontroller-v4", "metacontroller-v1.5.20"]
+)
+def test_local_overlay_fits_the_development_stacks_metacontroller(schema: Path) -> None:
+    controller = controller_of("local")
+    assert schema_errors(crd_schema(schema), controller) == []
+
+
+def test_hook_version_v2_needs_metacontroller_v4() -> None:
+    """The production controllers use hook API v2, which Metacontroller v1.5.20 does not know."""
+    controller = controller_of("standard")
+    assert schema_errors(crd_schema(CC_V4), controller) == []
+    assert schema_errors(crd_schema(CC_V1_5), controller) != []
+
+
+# --- RBAC --------------------------------------------------------------------------------------
+
+
+def granted(roles: list[dict[str, Any]], group: str, resource: str) -> set[str]:
+    verbs: set[str] = set()
+    for role in roles:
+        for rule in role.get("rules", []):
+            if group in rule["apiGroups"] and resource in rule["resources"]:
+                verbs.update(rule["verbs"])
+    return verbs
+
+
+@pytest.mark.parametrize("variant", INSTALL_OVERLAYS)
+def test_metacontroller_may_manage_every_child(variant: str) -> None:
+    objects = build(INSTALL_OVERLAYS[variant])
+    roles = [
+        o
+        for o in objects
+        if o["kind"] == "ClusterRole"
+        and o["metadata"].get("labels", {}).get(AGGREGATE_TO_METACONTROLLER) == "true"
+    ]
+    controller = one(objects, "CompositeController")["spec"]
+    parent = controller["parentResource"]
+    group = parent["apiVersion"].rpartition("/")[0]
+    assert granted(roles, group, parent["resource"]) >= {"get", "list", "watch", "update", "patch"}
+    assert granted(roles, group, f"{parent['resource']}/status") >= {"update"}
+    assert granted(roles, group, f"{parent['resource']}/finalizers") >= {"update"}
+    assert granted(roles, "", "events") >= {"create", "patch"}
+    needed = {"get", "list", "watch", "create", "delete", "update", "patch"}
+    for rule in controller["childResources"]:
+        child_group = rule["apiVersion"].rpartition("/")[0]
+        assert granted(roles, child_group, rule["resource"]) >= needed, rule
+        assert rule["resource"] in KIND_OF_RESOURCE
+
+
+def test_user_roles_extend_view_and_edit() -> None:
+    objects = build(MANIFESTS / "rbac")
+    view = one(objects, "ClusterRole", "mxjob-view")
+    edit = one(objects, "ClusterRole", "mxjob-edit")
+    assert view["metadata"]["labels"]["rbac.authorization.k8s.io/aggregate-to-view"] == "true"
+    assert edit["metadata"]["labels"]["rbac.authorization.k8s.io/aggregate-to-edit"] == "true"
+    assert "rbac.authorization.k8s.io/aggregate-to-view" not in edit["metadata"]["labels"]
+    assert granted([view], "kubeflow.org", "mxjobs") == {"get", "list", "watch"}
+    assert granted([edit], "kubeflow.org", "mxjobs") >= {"create", "update", "patch", "delete"}
+    # The status belongs to the controller: nobody but Metacontroller writes it.
+    assert granted([view, edit], "kubeflow.org", "mxjobs/status") <= {"get", "list", "watch"}
+
+
+# --- the image ---------------------------------------------------------------------------------
+
+
+def dockerfile() -> list[tuple[str, str]]:
+    """(instruction, arguments) of the Dockerfile, continuation lines joined, comments dropped."""
+    text = re.sub(r"\\\n", " ", (REPO / "Dockerfile").read_text())
+    lines = [line.strip() for line in text.splitlines()]
+    pairs = [tuple(line.split(None, 1)) for line in lines if line and not line.startswith("#")]
+    return [(p[0].upper(), p[1] if len(p) > 1 else "") for p in pairs]
+
+
+def test_dockerfile_pins_python_311_slim() -> None:
+    args = dict(a.split("=", 1) for i, a in dockerfile() if i == "ARG" and "=" in a)
+    image = args.get("PYTHON_IMAGE", "")
+    assert re.fullmatch(r"python:3\.11\.\d+-slim(-\w+)?(@sha256:[0-9a-f]{64})?", image), image
+    assert all(a.startswith("${PYTHON_IMAGE}") for i, a in dockerfile() if i == "FROM")
+
+
+def test_dockerfile_runs_the_hook_as_the_deployments_user() -> None:
+    steps = dockerfile()
+    (user,) = [a for i, a in steps if i == "USER"]
+    pod, _ = hook_container()
+    assert user == f"{pod['securityContext']['runAsUser']}:{pod['securityContext']['runAsGroup']}"
+    command = '["gunicorn", "--config", "hooks/gunicorn_config.py", "hooks.app:create_app()"]'
+    assert steps[-1] == ("CMD", command)
+    copied = " ".join(a for i, a in steps if i == "COPY")
+    for needed in ("requirements.txt", "hooks/", "ttl/"):
+        assert needed in copied
+    assert any("-r /tmp/requirements.txt" in a for i, a in steps if i == "RUN")
+
+
+def test_dockerignore_keeps_the_context_small() -> None:
+    lines = [
+        line.strip()
+        for line in (REPO / ".dockerignore").read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    ]
+    assert lines[0] == "*"
+    allowed = {line[1:].rstrip("/") for line in lines if line.startswith("!")}
+    assert allowed == {"requirements.txt", "hooks", "ttl"}
+
+
+def test_crd_file_is_in_the_crd_kustomization() -> None:
+    assert one(build(CRD_FILE.parent), "CustomResourceDefinition") == load_one(CRD_FILE)
+    assert METACONTROLLER.is_dir()

@@ -1,0 +1,126 @@
+"""KWOK configuration: the fake Node objects and the Stage documents that drive pod lifecycles.
+
+Stock stages (copied from KWOK's module at build time):
+- ``node-fast``: a managed Node becomes Ready at once;
+- ``pod-fast`` (default) or ``pod-general``: a pod bound to a KWOK node goes Pending -> Running
+  (``pod-fast`` at once, ``pod-general`` after 1 s + up to 5 s jitter per step); a deleted pod is
+  removed at once. Their ``pod-complete`` only fires for pods owned by a batch Job, so the pods of
+  an MXJob stay Running until a test ends them.
+
+Our stage (``EXIT_STAGE``): a Running pod annotated ``mxjob-e2e/exit-code: "<n>"`` has every
+container terminated with exit code n, and the pod becomes Succeeded (n == 0) or Failed (n != 0).
+Optional annotations: ``mxjob-e2e/exit-after: "5s"`` (delay after Running) and
+``mxjob-e2e/exit-reason`` (default ``Completed`` for 0, ``Error`` otherwise). The annotation can be
+put on the pod template (the pod ends right after it starts) or added to a live pod with
+``kubectl annotate``. KWOK does not touch a pod once it is Succeeded/Failed, so patching
+``pods/status`` directly works as well (see ``Stack.terminate_pod``).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+NODE_ANNOTATION = "kwok.x-k8s.io/node"
+NODE_SELECTOR = f"{NODE_ANNOTATION}=fake"
+EXIT_CODE_ANNOTATION = "mxjob-e2e/exit-code"
+EXIT_AFTER_ANNOTATION = "mxjob-e2e/exit-after"
+EXIT_REASON_ANNOTATION = "mxjob-e2e/exit-reason"
+
+EXIT_STAGE = f"""\
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: mxjob-e2e-pod-exit
+spec:
+  resourceRef:
+    apiGroup: v1
+    kind: Pod
+  selector:
+    matchExpressions:
+    - key: '.metadata.deletionTimestamp'
+      operator: 'DoesNotExist'
+    - key: '.status.phase'
+      operator: 'In'
+      values:
+      - 'Running'
+    - key: '.metadata.annotations["{EXIT_CODE_ANNOTATION}"]'
+      operator: 'Exists'
+  delay:
+    durationMilliseconds: 0
+    durationFrom:
+      expressionFrom: '.metadata.annotations["{EXIT_AFTER_ANNOTATION}"]'
+  next:
+    statusTemplate: |
+      {{{{ $now := Now }}}}
+      {{{{ $code := index .metadata.annotations "{EXIT_CODE_ANNOTATION}" }}}}
+      {{{{ $reason := index .metadata.annotations "{EXIT_REASON_ANNOTATION}" }}}}
+      {{{{ if not $reason }}}}
+      {{{{ $reason = ternary "Completed" "Error" (eq $code "0") }}}}
+      {{{{ end }}}}
+      conditions:
+      - lastTransitionTime: {{{{ $now | Quote }}}}
+        status: "False"
+        reason: PodCompleted
+        type: Ready
+      - lastTransitionTime: {{{{ $now | Quote }}}}
+        status: "False"
+        reason: PodCompleted
+        type: ContainersReady
+      containerStatuses:
+      {{{{ range .spec.containers }}}}
+      - image: {{{{ .image | Quote }}}}
+        name: {{{{ .name | Quote }}}}
+        ready: false
+        restartCount: 0
+        started: false
+        state:
+          terminated:
+            exitCode: {{{{ $code }}}}
+            reason: {{{{ $reason | Quote }}}}
+            startedAt: {{{{ $now | Quote }}}}
+            finishedAt: {{{{ $now | Quote }}}}
+      {{{{ end }}}}
+      phase: {{{{ ternary "Succeeded" "Failed" (eq $code "0") }}}}
+"""
+
+
+def write_config(kwok_home: Path, pod_stages: str, dest: Path) -> None:
+    """Concatenate the stock stages and ours into one multi-document KWOK config file."""
+    docs: list[str] = []
+    for group in ("node-fast", f"pod-{pod_stages}"):
+        stage_dir = kwok_home / "stages" / group
+        files = sorted(stage_dir.glob("*.yaml"))
+        if not files:
+            raise FileNotFoundError(f"no KWOK stages in {stage_dir} (run the build again)")
+        docs += [f.read_text() for f in files]
+    docs.append(EXIT_STAGE)
+    dest.write_text("\n---\n".join(d.strip() + "\n" for d in docs))
+
+
+def node(name: str) -> dict[str, object]:
+    """A fake Node managed by KWOK, roomy enough for any test and without taints."""
+    capacity = {"cpu": "64", "memory": "256Gi", "pods": "1000", "nvidia.com/gpu": "8"}
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "annotations": {NODE_ANNOTATION: "fake", "node.alpha.kubernetes.io/ttl": "0"},
+            "labels": {
+                "type": "kwok",
+                "kubernetes.io/arch": "amd64",
+                "kubernetes.io/hostname": name,
+                "kubernetes.io/os": "linux",
+                "kubernetes.io/role": "agent",
+            },
+        },
+        "status": {
+            "capacity": capacity,
+            "allocatable": capacity,
+        },
+    }
+
+
+def nodes_json(names: list[str]) -> str:
+    return json.dumps({"apiVersion": "v1", "kind": "List", "items": [node(n) for n in names]})

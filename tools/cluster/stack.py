@@ -1,0 +1,619 @@
+"""A real, local Kubernetes control plane with Metacontroller and KWOK, as one object.
+
+``Stack(run_dir).start()`` runs etcd, kube-apiserver, kube-controller-manager (namespace,
+garbage-collector and service-account controllers), kube-scheduler, Metacontroller and KWOK as
+child processes listening on 127.0.0.1 only, writes ``<run_dir>/kubeconfig`` and waits until
+everything is ready; ``stop()`` ends them (SIGTERM, then SIGKILL) and removes the run directory.
+All state (etcd data, keys, logs, pids, ports) lives in the run directory; ``state.json`` there
+lets another process (``python3 -m tools.cluster down``) find and stop a running stack.
+
+Used by the CLI (``up``/``down``/``env``) and by pytest fixtures (a fresh stack on free ports in
+a temporary directory).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import signal
+import socket
+import ssl
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from tools.cluster import build, kwok, pki
+
+Log = Callable[[str], None]
+
+SERVICE_CLUSTER_IP_RANGE = "10.96.0.0/16"
+POD_CIDR = "10.244.0.1/16"
+# Order of start-up; shutdown goes the other way.
+COMPONENTS = (
+    "etcd",
+    "kube-apiserver",
+    "kube-controller-manager",
+    "kube-scheduler",
+    "metacontroller",
+    "kwok",
+    "hook",
+)
+# Ports each stack needs, in the order used with a fixed port base (MXJOB_PORT_BASE).
+PORT_NAMES = (
+    "etcd",
+    "etcd-peer",
+    "kube-apiserver",
+    "kube-controller-manager",
+    "kube-scheduler",
+    "metacontroller",
+)
+
+
+def default_run_dir() -> Path:
+    """``$MXJOB_RUN`` or ``~/.cache/mxjob-e2e/run``."""
+    env = os.environ.get("MXJOB_RUN")
+    return Path(env) if env else build.default_cache_dir() / "run"
+
+
+class StackError(RuntimeError):
+    """Start-up failed; the message names the component and its log file."""
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def allocate_ports(base: int | None) -> dict[str, int]:
+    if base:
+        return {name: base + i for i, name in enumerate(PORT_NAMES)}
+    ports: dict[str, int] = {}
+    while len(set(ports.values())) < len(PORT_NAMES):
+        ports = {name: free_port() for name in PORT_NAMES}
+    return ports
+
+
+def _insecure_ctx() -> ssl.SSLContext:
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    return ctx
+
+
+def http_ok(url: str, token: str | None = None, timeout: float = 3.0) -> bool:
+    req = urllib.request.Request(url)
+    if token:
+        req.add_header("Authorization", f"Bearer {token}")
+    try:
+        with urllib.request.urlopen(req, timeout=timeout, context=_insecure_ctx()) as resp:
+            return 200 <= int(resp.status) < 300
+    except (urllib.error.URLError, OSError, ValueError):
+        return False
+
+
+def tcp_open(host: str, port: int) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=1):
+            return True
+    except OSError:
+        return False
+
+
+def tail(path: Path, lines: int = 15) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no log)"
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"  # zombies count as dead
+    except (OSError, IndexError):
+        return False
+
+
+def _pid_cmdline(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            return fh.read().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+@dataclass
+class Stack:
+    """One control plane rooted at ``run_dir``.
+
+    ``port_base``: fixed ports ``base .. base+5`` (see PORT_NAMES) instead of free ones.
+    ``pod_stages``: ``fast`` (pods Running at once) or ``general`` (KWOK's realistic delays).
+    """
+
+    run_dir: Path = field(default_factory=default_run_dir)
+    cache_dir: Path = field(default_factory=build.default_cache_dir)
+    port_base: int | None = None
+    nodes: int = 1
+    pod_stages: str = "fast"
+    discovery_interval: str = "5s"
+    log: Log = print
+    ports: dict[str, int] = field(default_factory=dict)
+    pids: dict[str, int] = field(default_factory=dict)
+    token: str = ""
+    _procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict, repr=False)
+
+    # -- paths --------------------------------------------------------------------------------
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.run_dir / "kubeconfig"
+
+    @property
+    def state_file(self) -> Path:
+        return self.run_dir / "state.json"
+
+    @property
+    def logs_dir(self) -> Path:
+        return self.run_dir / "logs"
+
+    def log_file(self, component: str) -> Path:
+        return self.logs_dir / f"{component}.log"
+
+    def bin(self, name: str) -> Path:
+        for component in build.COMPONENTS:
+            if name in component.mains.values():
+                return component.binary(self.cache_dir, name)
+        raise KeyError(name)
+
+    @property
+    def server(self) -> str:
+        return f"https://127.0.0.1:{self.ports['kube-apiserver']}"
+
+    @property
+    def node_names(self) -> list[str]:
+        return [f"kwok-node-{i}" for i in range(self.nodes)]
+
+    def env(self) -> dict[str, str]:
+        """Environment for tools talking to this stack (KUBECONFIG, kubectl on PATH)."""
+        env = dict(os.environ)
+        env["KUBECONFIG"] = str(self.kubeconfig)
+        env["PATH"] = f"{self.bin('kubectl').parent}{os.pathsep}{env.get('PATH', '')}"
+        return env
+
+    # -- state --------------------------------------------------------------------------------
+
+    def _save_state(self) -> None:
+        state = {"ports": self.ports, "pids": self.pids, "token": self.token, "nodes": self.nodes}
+        tmp = self.state_file.with_suffix(".tmp")
+        tmp.write_text(json.dumps(state, indent=2) + "\n")
+        tmp.replace(self.state_file)
+
+    @classmethod
+    def load(cls, run_dir: Path | None = None, **kwargs: Any) -> Stack | None:
+        """The stack recorded in run_dir/state.json, or None."""
+        stack = cls(run_dir=run_dir or default_run_dir(), **kwargs)
+        try:
+            state = json.loads(stack.state_file.read_text())
+        except (OSError, ValueError):
+            return None
+        stack.ports = {k: int(v) for k, v in state.get("ports", {}).items()}
+        stack.pids = {k: int(v) for k, v in state.get("pids", {}).items()}
+        stack.token = str(state.get("token", ""))
+        stack.nodes = int(state.get("nodes", 1))
+        return stack
+
+    def is_running(self) -> bool:
+        """Every recorded process alive and the API server ready."""
+        return (
+            bool(self.pids)
+            and all(self._owns(name, pid) for name, pid in self.pids.items())
+            and http_ok(f"{self.server}/readyz", self.token)
+        )
+
+    def _owns(self, name: str, pid: int) -> bool:
+        """pid is alive and still the process we started (pids get reused)."""
+        if not _pid_alive(pid):
+            return False
+        if name == "hook":
+            return True  # an arbitrary command; it runs in its own process group
+        return str(self.bin(name)) in _pid_cmdline(pid)
+
+    # -- processes ----------------------------------------------------------------------------
+
+    def _spawn(self, name: str, argv: Sequence[str], env: dict[str, str] | None = None) -> None:
+        self.logs_dir.mkdir(parents=True, exist_ok=True)
+        with self.log_file(name).open("ab") as log_fh:
+            log_fh.write(f"$ {shlex.join(argv)}\n".encode())
+            log_fh.flush()
+            proc = subprocess.Popen(
+                list(argv),
+                stdout=log_fh,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                cwd=self.run_dir,
+                env=env,
+                start_new_session=True,  # own process group: stop() signals the whole group
+            )
+        self._procs[name] = proc
+        self.pids[name] = proc.pid
+        self._save_state()
+
+    def _wait(self, name: str, what: str, ready: Callable[[], bool], timeout: float) -> None:
+        """Poll ready() until true; fail early if the process died, clearly on timeout."""
+        deadline = time.monotonic() + timeout
+        while True:
+            if ready():
+                return
+            pid = self.pids.get(name)
+            if pid is not None and not _pid_alive(pid):
+                proc = self._procs.get(name)
+                code = proc.poll() if proc else None
+                raise StackError(
+                    f"{name} exited (code {code}) before {what}; see {self.log_file(name)}:\n"
+                    f"{tail(self.log_file(name))}"
+                )
+            if time.monotonic() > deadline:
+                raise StackError(
+                    f"{name}: timed out after {timeout:.0f}s waiting for {what}; "
+                    f"see {self.log_file(name)}:\n{tail(self.log_file(name))}"
+                )
+            time.sleep(0.25)
+
+    def kubectl(
+        self, *args: str, input: str | None = None, check: bool = True, timeout: float = 60
+    ) -> subprocess.CompletedProcess[str]:
+        """Run the built kubectl against this stack."""
+        proc = subprocess.run(
+            [str(self.bin("kubectl")), "--kubeconfig", str(self.kubeconfig), *args],
+            input=input,
+            check=False,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+        if check and proc.returncode != 0:
+            raise StackError(f"kubectl {shlex.join(args)} failed: {proc.stderr.strip()}")
+        return proc
+
+    # -- start --------------------------------------------------------------------------------
+
+    def start(self, build_missing: bool = True) -> Stack:
+        """Start every component and wait for readiness. Raises StackError on failure."""
+        started = time.monotonic()
+        if build_missing:
+            build.build_all(self.cache_dir, self.log)
+        existing = Stack.load(self.run_dir, cache_dir=self.cache_dir, log=self.log)
+        if existing and existing.is_running():
+            raise StackError(f"a stack is already running in {self.run_dir}")
+        if existing:
+            existing.stop(remove=True)  # stale leftovers of a crashed stack
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self.ports = allocate_ports(self.port_base)
+        try:
+            self._prepare_files()
+            self._start_etcd()
+            self._start_apiserver()
+            self._start_controllers()
+            self._start_metacontroller()
+            self._start_kwok()
+            self._wait_all_ready()
+        except BaseException:
+            self.stop(remove=False)  # keep the logs for the error message's pointers
+            raise
+        self.log(f"stack up in {time.monotonic() - started:.1f}s (run dir {self.run_dir})")
+        return self
+
+    def _prepare_files(self) -> None:
+        pki_dir = self.run_dir / "pki"
+        pki_dir.mkdir(parents=True, exist_ok=True)
+        pki.write_rsa_key(pki_dir / "sa.key")
+        self.token = pki.new_token()
+        (pki_dir / "tokens.csv").write_text(f'{self.token},admin,admin,"system:masters"\n')
+        kubeconfig = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [
+                {
+                    "name": "mxjob-e2e",
+                    "cluster": {"server": self.server, "insecure-skip-tls-verify": True},
+                }
+            ],
+            "users": [{"name": "admin", "user": {"token": self.token}}],
+            "contexts": [
+                {"name": "mxjob-e2e", "context": {"cluster": "mxjob-e2e", "user": "admin"}}
+            ],
+            "current-context": "mxjob-e2e",
+        }
+        self.kubeconfig.write_text(json.dumps(kubeconfig, indent=2) + "\n")
+        self.kubeconfig.chmod(0o600)
+        self._save_state()
+
+    def _start_etcd(self) -> None:
+        client = f"http://127.0.0.1:{self.ports['etcd']}"
+        peer = f"http://127.0.0.1:{self.ports['etcd-peer']}"
+        self._spawn(
+            "etcd",
+            [
+                str(self.bin("etcd")),
+                "--name=mxjob-e2e",
+                f"--data-dir={self.run_dir / 'etcd'}",
+                f"--listen-client-urls={client}",
+                f"--advertise-client-urls={client}",
+                f"--listen-peer-urls={peer}",
+                f"--initial-advertise-peer-urls={peer}",
+                f"--initial-cluster=mxjob-e2e={peer}",
+                "--unsafe-no-fsync=true",  # throw-away data: fsync only slows tests
+                "--log-level=warn",
+            ],
+        )
+        self._wait("etcd", "/health", lambda: http_ok(f"{client}/health"), 30)
+
+    def _start_apiserver(self) -> None:
+        pki_dir = self.run_dir / "pki"
+        self._spawn(
+            "kube-apiserver",
+            [
+                str(self.bin("kube-apiserver")),
+                f"--etcd-servers=http://127.0.0.1:{self.ports['etcd']}",
+                f"--cert-dir={pki_dir}",
+                "--bind-address=127.0.0.1",
+                "--advertise-address=127.0.0.1",
+                # Endpoints may not hold a loopback address: do not publish `kubernetes` endpoints.
+                "--endpoint-reconciler-type=none",
+                f"--secure-port={self.ports['kube-apiserver']}",
+                f"--service-cluster-ip-range={SERVICE_CLUSTER_IP_RANGE}",
+                "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+                f"--service-account-key-file={pki_dir / 'sa.key'}",
+                f"--service-account-signing-key-file={pki_dir / 'sa.key'}",
+                f"--token-auth-file={pki_dir / 'tokens.csv'}",
+                "--authorization-mode=AlwaysAllow",
+                # ServiceAccount: pods need none (KWOK runs no containers), so there is no race
+                # with the SA controller right after a namespace is created.
+                # TaintNodesByCondition: would taint new nodes not-ready, and no node-lifecycle
+                # controller runs to lift the taint once KWOK reports the node Ready.
+                "--disable-admission-plugins=ServiceAccount,TaintNodesByCondition",
+                "--allow-privileged=true",
+                "--profiling=false",
+                "--v=1",
+            ],
+        )
+        self._wait(
+            "kube-apiserver",
+            "/readyz",
+            lambda: http_ok(f"{self.server}/readyz", self.token),
+            120,
+        )
+
+    def _start_controllers(self) -> None:
+        kubeconfig = str(self.kubeconfig)
+        self._spawn(
+            "kube-controller-manager",
+            [
+                str(self.bin("kube-controller-manager")),
+                f"--kubeconfig={kubeconfig}",
+                "--controllers=namespace,garbagecollector,serviceaccount",
+                "--bind-address=127.0.0.1",
+                f"--secure-port={self.ports['kube-controller-manager']}",
+                "--leader-elect=false",
+                "--profiling=false",
+                "--v=1",
+            ],
+        )
+        self._spawn(
+            "kube-scheduler",
+            [
+                str(self.bin("kube-scheduler")),
+                f"--kubeconfig={kubeconfig}",
+                "--bind-address=127.0.0.1",
+                f"--secure-port={self.ports['kube-scheduler']}",
+                "--leader-elect=false",
+                "--profiling=false",
+                "--v=1",
+            ],
+        )
+
+    def _start_metacontroller(self) -> None:
+        crds = build.METACONTROLLER.home(self.cache_dir) / "metacontroller-crds.yaml"
+        self.kubectl("apply", "--server-side", "-f", str(crds))
+        self.kubectl(
+            "wait", "--for=condition=Established", "--timeout=60s", "-f", str(crds), timeout=90
+        )
+        self._spawn(
+            "metacontroller",
+            [
+                str(self.bin("metacontroller")),
+                # v1.5.20 overwrites --kubeconfig with this (deprecated) flag's value, even empty
+                f"--client-config-path={self.kubeconfig}",
+                f"--debug-addr=127.0.0.1:{self.ports['metacontroller']}",
+                f"--discovery-interval={self.discovery_interval}",
+                "--client-go-qps=100",
+                "--client-go-burst=200",
+                "--events-qps=100",
+                "--v=2",
+            ],
+        )
+
+    def _start_kwok(self) -> None:
+        kwok_dir = self.run_dir / "kwok"
+        kwok_dir.mkdir(parents=True, exist_ok=True)
+        config = kwok_dir / "kwok.yaml"
+        kwok.write_config(build.KWOK.home(self.cache_dir), self.pod_stages, config)
+        self.kubectl("apply", "-f", "-", input=kwok.nodes_json(self.node_names))
+        env = dict(os.environ)
+        env["HOME"] = str(kwok_dir)  # keep KWOK away from ~/.kwok
+        self._spawn(
+            "kwok",
+            [
+                str(self.bin("kwok")),
+                f"--kubeconfig={self.kubeconfig}",
+                f"--config={config}",
+                f"--manage-nodes-with-annotation-selector={kwok.NODE_SELECTOR}",
+                f"--cidr={POD_CIDR}",
+                "--node-ip=127.0.0.1",
+            ],
+            env=env,
+        )
+
+    def _wait_all_ready(self) -> None:
+        for name in ("kube-controller-manager", "kube-scheduler"):
+            url = f"https://127.0.0.1:{self.ports[name]}/healthz"
+            self._wait(name, "/healthz", partial(http_ok, url), 60)
+        metrics = f"http://127.0.0.1:{self.ports['metacontroller']}/metrics"
+        self._wait("metacontroller", "its /metrics endpoint", lambda: http_ok(metrics), 60)
+        for node_name in self.node_names:
+            ready = partial(self._node_ready, node_name)
+            self._wait("kwok", f"node {node_name} Ready", ready, 60)
+        self._wait(
+            "kube-controller-manager",
+            "serviceaccount default/default",
+            lambda: self.kubectl("get", "serviceaccount", "default", check=False).returncode == 0,
+            60,
+        )
+
+    def _node_ready(self, name: str) -> bool:
+        jsonpath = '{.status.conditions[?(@.type=="Ready")].status}'
+        out = self.kubectl("get", "node", name, "-o", f"jsonpath={jsonpath}", check=False)
+        return out.stdout.strip() == "True"
+
+    # -- project hook point -------------------------------------------------------------------
+
+    def install_project(self, repo: Path, hook_cmd: str, hook_port: int = 8080) -> None:
+        """Install the project's CRD, start its hook, then install the CompositeController.
+
+        Missing kustomize directories are skipped with a note (they may not exist yet).
+        """
+        crd_dir = repo / "manifests" / "crd"
+        if crd_dir.is_dir():
+            self.kubectl("apply", "-k", str(crd_dir))
+            self.kubectl(
+                "wait", "--for=condition=Established", "--timeout=60s", "crd", "--all", timeout=90
+            )
+        else:
+            self.log(f"skip: {crd_dir} does not exist")
+        if hook_cmd:
+            env = self.env()
+            env["PORT"] = str(hook_port)
+            self._spawn("hook", ["/bin/sh", "-c", hook_cmd], env=env)
+            self._wait(
+                "hook",
+                f"127.0.0.1:{hook_port} to accept",
+                lambda: tcp_open("127.0.0.1", hook_port),
+                300,  # `make run` may create the venv first
+            )
+        overlay = repo / "metacontroller" / "overlays" / "local"
+        if overlay.is_dir():
+            self.kubectl("apply", "-k", str(overlay))
+        else:
+            self.log(f"skip: {overlay} does not exist")
+
+    # -- pods -----------------------------------------------------------------------------------
+
+    def terminate_pod(
+        self, namespace: str, name: str, exit_code: int, reason: str | None = None
+    ) -> None:
+        """End every container of a pod with exit_code via the pods/status subresource.
+
+        The pod becomes Succeeded (0) or Failed (anything else); KWOK leaves it so.
+        """
+        pod = json.loads(self.kubectl("get", "pod", "-n", namespace, name, "-o", "json").stdout)
+        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        reason = reason or ("Completed" if exit_code == 0 else "Error")
+        statuses = [
+            {
+                "name": c["name"],
+                "image": c.get("image", ""),
+                "ready": False,
+                "restartCount": 0,
+                "started": False,
+                "state": {
+                    "terminated": {
+                        "exitCode": exit_code,
+                        "reason": reason,
+                        "startedAt": now,
+                        "finishedAt": now,
+                    }
+                },
+            }
+            for c in pod["spec"]["containers"]
+        ]
+        conditions = [
+            {"type": t, "status": "False", "reason": "PodCompleted", "lastTransitionTime": now}
+            for t in ("Ready", "ContainersReady")
+        ]
+        patch = {
+            "status": {
+                "phase": "Succeeded" if exit_code == 0 else "Failed",
+                "conditions": conditions,  # merged by type (strategic merge patch)
+                "containerStatuses": statuses,
+            }
+        }
+        self.kubectl(
+            "patch",
+            "pod",
+            "-n",
+            namespace,
+            name,
+            "--subresource=status",
+            "--type=strategic",
+            "-p",
+            json.dumps(patch),
+        )
+
+    # -- stop ---------------------------------------------------------------------------------
+
+    def stop(self, remove: bool = True, grace: float = 10.0) -> None:
+        """SIGTERM every process group (reverse start order), SIGKILL after `grace` seconds."""
+        order = [c for c in reversed(COMPONENTS) if c in self.pids]
+        targets = {n: self.pids[n] for n in order if self._owns(n, self.pids[n])}
+        for name, pid in targets.items():
+            self._signal(pid, signal.SIGTERM)
+            self._await_exit(name, pid, grace)
+        for name, pid in targets.items():
+            if _pid_alive(pid):
+                self.log(f"{name} (pid {pid}) ignored SIGTERM; killing it")
+                self._signal(pid, signal.SIGKILL)
+                self._await_exit(name, pid, 5)
+        self.pids = {}
+        self._procs = {}
+        if remove:
+            shutil.rmtree(self.run_dir, ignore_errors=True)
+        elif self.run_dir.is_dir():
+            self._save_state()
+
+    @staticmethod
+    def _signal(pid: int, sig: signal.Signals) -> None:
+        try:
+            os.killpg(pid, sig)  # started with start_new_session: pgid == pid
+        except ProcessLookupError:
+            pass
+        except PermissionError:
+            os.kill(pid, sig)
+
+    def _await_exit(self, name: str, pid: int, timeout: float) -> None:
+        proc = self._procs.get(name)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if proc is not None:
+                try:
+                    proc.wait(timeout=0.1)
+                    return
+                except subprocess.TimeoutExpired:
+                    continue
+            if not _pid_alive(pid):
+                return
+            time.sleep(0.1)
+
+    def __enter__(self) -> Stack:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
