@@ -3,10 +3,25 @@
 Sync workers, one per CPU by default: each request is pure computation, so threads would only
 contend for the GIL. The worker timeout stays below Metacontroller's hook timeout (10 s default)
 so a stuck worker is replaced before Metacontroller gives up and retries.
+
+Metrics: every worker writes its values to files under `PROMETHEUS_MULTIPROC_DIR` and
+`GET /metrics` sums them (hooks/metrics.py). When the variable is not set, a private directory
+on tmpfs is made for this server and removed when it stops; a directory given by the variable
+is emptied at start (values of an earlier run would otherwise be added in). The variable must be
+set before the app imports prometheus-client, which is why it is set here, at config load, and
+why `preload_app` stays off.
+
+Logs: gunicorn's own lines use the hook's JSON formatter, one object per line on stderr.
 """
 
+import contextlib
+import gc
 import multiprocessing
 import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
 
 bind = f"{os.environ.get('HOST', '0.0.0.0')}:{os.environ.get('PORT', '8080')}"
 workers = int(os.environ.get("WEB_CONCURRENCY", multiprocessing.cpu_count()))
@@ -16,8 +31,69 @@ graceful_timeout = 5
 keepalive = 30
 # The heartbeat file lives on tmpfs so a read-only root filesystem is fine and I/O never stalls.
 _TMPFS = "/dev/shm"
-worker_tmp_dir = os.environ.get("GUNICORN_TMP_DIR") or (_TMPFS if os.path.isdir(_TMPFS) else None)
+_TMP = _TMPFS if os.path.isdir(_TMPFS) else None
+worker_tmp_dir = os.environ.get("GUNICORN_TMP_DIR") or _TMP
 max_requests = int(os.environ.get("GUNICORN_MAX_REQUESTS", "0"))
+preload_app = False
+# No runtime control socket: its default path is per user, so two servers would share it.
+control_socket_disable = True
 accesslog = None
 errorlog = "-"
 loglevel = os.environ.get("LOG_LEVEL", "info").lower()
+
+_LEVELS = ("debug", "info", "warning", "error", "critical")
+_LEVEL = loglevel.upper() if loglevel in _LEVELS else "INFO"
+logconfig_dict: dict[str, Any] = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"json": {"()": "hooks.logs.JsonFormatter"}},
+    "handlers": {
+        "json": {
+            "class": "logging.StreamHandler",
+            "formatter": "json",
+            "stream": "ext://sys.stderr",
+        }
+    },
+    "root": {"level": _LEVEL, "handlers": ["json"]},
+    "loggers": {
+        "gunicorn.error": {"level": _LEVEL, "handlers": ["json"], "propagate": False},
+        # Off (level WARNING): every sync already logs one line with the job reference.
+        "gunicorn.access": {"level": "WARNING", "handlers": ["json"], "propagate": False},
+    },
+}
+
+_MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
+#: Set when this config made the metrics directory, so that `on_exit` removes only its own.
+_OWNED_ENV = "MXJOB_OWNED_PROMETHEUS_DIR"
+if not os.environ.get(_MULTIPROC_ENV):
+    os.environ[_MULTIPROC_ENV] = tempfile.mkdtemp(prefix="mxjob-prometheus-", dir=_TMP)
+    os.environ[_OWNED_ENV] = os.environ[_MULTIPROC_ENV]
+
+
+def on_starting(server: Any) -> None:
+    """Empty the metrics directory: files of an earlier run would be summed in."""
+    directory = Path(os.environ[_MULTIPROC_ENV])
+    directory.mkdir(parents=True, exist_ok=True)
+    for stale in directory.glob("*.db"):
+        stale.unlink(missing_ok=True)
+    server.log.info("metrics of every worker are kept in %s", directory)
+
+
+def post_worker_init(worker: Any) -> None:
+    """The app is loaded: freeze what lives now, so collections scan only newer objects."""
+    gc.freeze()
+
+
+def child_exit(server: Any, worker: Any) -> None:
+    """A worker has exited: its live gauges no longer count (its counters still do)."""
+    from prometheus_client import multiprocess  # noqa: PLC0415  (after the env var is set)
+
+    multiprocess.mark_process_dead(worker.pid)  # type: ignore[no-untyped-call]
+
+
+def on_exit(server: Any) -> None:
+    """Remove the metrics directory if this config made it."""
+    owned = os.environ.get(_OWNED_ENV)
+    if owned and owned == os.environ.get(_MULTIPROC_ENV):
+        with contextlib.suppress(OSError):
+            shutil.rmtree(owned)

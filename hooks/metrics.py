@@ -1,0 +1,102 @@
+"""Prometheus metrics of the hook, served on `GET /metrics` (SPEC §7).
+
+Under gunicorn every worker is a process of its own, so the values live in files: with
+`PROMETHEUS_MULTIPROC_DIR` set (by `gunicorn_config.py`, on tmpfs) each scrape sums every
+worker's files, including those of workers that have exited. Without it (the Flask test client,
+a single process) the default registry is used. prometheus-client picks its storage when it is
+first imported, so the variable must be set before this module is imported.
+
+Outcomes (label `outcome`): the job's state after the sync, read from the status the hook
+returns (its last condition that is True): created, running, restarting, succeeded, failed,
+suspended; `invalid` for an invalid spec (Failed, reason MXJobInvalidSpec); `rejected` for a
+request refused with a 4xx (not a sync request, malformed JSON, …); `error` for a 500 (a bug).
+"""
+
+import os
+from typing import Any
+
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    REGISTRY,
+    CollectorRegistry,
+    Counter,
+    Histogram,
+    generate_latest,
+    multiprocess,
+)
+
+MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
+CONTENT_TYPE = CONTENT_TYPE_LATEST
+INVALID_REASON = "MXJobInvalidSpec"
+REJECTED = "rejected"
+ERROR = "error"
+INVALID = "invalid"
+#: What a status without any True condition means: nothing has happened yet.
+NO_CONDITION = "created"
+
+SYNCS = Counter(
+    "mxjob_hook_syncs",
+    "Sync and finalize calls answered, by hook and outcome.",
+    ["hook", "outcome"],
+)
+DURATION = Histogram(
+    "mxjob_hook_sync_duration_seconds",
+    "Time from the request body read to the response built (decode, decide, encode).",
+    ["hook"],
+    # Small jobs take about a millisecond; 5000 replicas about a second. Metacontroller's
+    # hook timeout is 10 s by default.
+    buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
+)
+_SIZES = tuple(float(4**k * 1024) for k in range(10))  # 1 KiB … 256 MiB
+REQUEST_BYTES = Histogram(
+    "mxjob_hook_request_bytes",
+    "Size of sync request bodies: grows linearly with the job's replicas (SPEC §3).",
+    ["hook"],
+    buckets=_SIZES,
+)
+RESPONSE_BYTES = Histogram(
+    "mxjob_hook_response_bytes",
+    "Size of sync response bodies: grows linearly with the job's replicas (SPEC §3).",
+    ["hook"],
+    buckets=_SIZES,
+)
+INVALID_SPECS = Counter(
+    "mxjob_hook_invalid_specs",
+    "Syncs that found an invalid MXJob spec (the job is Failed with MXJobInvalidSpec; every "
+    "resync of the same job counts again).",
+)
+
+
+def outcome(status: dict[str, Any], invalid: bool) -> str:
+    """The outcome label of a sync answered with `status` (see the module docstring)."""
+    conditions = status.get("conditions")
+    if invalid:
+        return INVALID
+    for condition in reversed(conditions if isinstance(conditions, list) else []):
+        if isinstance(condition, dict) and condition.get("status") == "True":
+            if condition.get("reason") == INVALID_REASON:
+                return INVALID
+            return str(condition.get("type", NO_CONDITION)).lower()
+    return NO_CONDITION
+
+
+def observe(
+    hook: str, result: str, seconds: float, request_bytes: int, response_bytes: int | None
+) -> None:
+    """Record one answered call."""
+    SYNCS.labels(hook, result).inc()
+    DURATION.labels(hook).observe(seconds)
+    REQUEST_BYTES.labels(hook).observe(request_bytes)
+    if response_bytes is not None:
+        RESPONSE_BYTES.labels(hook).observe(response_bytes)
+    if result == INVALID:
+        INVALID_SPECS.inc()
+
+
+def exposition() -> bytes:
+    """The Prometheus text of every worker (multiprocess mode) or of this process."""
+    if os.environ.get(MULTIPROC_ENV):
+        registry = CollectorRegistry()
+        multiprocess.MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
+        return generate_latest(registry)
+    return generate_latest(REGISTRY)

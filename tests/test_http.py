@@ -1,0 +1,248 @@
+"""The HTTP contract (SPEC §7) through the Flask test client, one test per status code the
+adapter can answer, and once through the real gunicorn server on a free loopback port."""
+
+import json
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from flask.testing import FlaskClient
+from werkzeug.test import TestResponse
+
+from bench.server import serve
+from hooks.app import create_app
+from tests.builders import NOW, created, mxjob, replica, request, run
+
+FIXTURES = Path(__file__).parent / "fixtures"
+CASES = sorted(p for p in FIXTURES.iterdir() if p.is_dir())
+SEED = FIXTURES / "dist-first-sync"
+SYNC_KEYS = {"status", "children"}
+OPTIONAL_SYNC_KEYS = {"resyncAfterSeconds"}
+FINALIZE_KEYS = {"status", "children", "finalized"}
+JSON = "application/json"
+
+
+def make_client(**config: Any) -> FlaskClient:
+    return create_app({"TESTING": True, "CLOCK": lambda: NOW, **config}).test_client()
+
+
+@pytest.fixture
+def client() -> FlaskClient:
+    return make_client()
+
+
+def post(client: FlaskClient, body: object, path: str = "/sync") -> TestResponse:
+    return client.post(path, data=json.dumps(body), content_type=JSON)
+
+
+def assert_error(response: TestResponse, status: int, error: str) -> str:
+    """A JSON error body with exactly `error` and `message`; returns the message."""
+    assert response.status_code == status, response.data
+    assert response.mimetype == JSON
+    body = response.get_json()
+    assert set(body) == {"error", "message"}
+    assert body["error"] == error
+    assert isinstance(body["message"], str) and body["message"]
+    return str(body["message"])
+
+
+def load_case(case: Path) -> tuple[bytes, datetime, dict[str, Any]]:
+    now = datetime.fromisoformat((case / "now.txt").read_text().strip().replace("Z", "+00:00"))
+    response = json.loads((case / "response.json").read_text())
+    return (case / "request.json").read_bytes(), now, response
+
+
+# --- 200 --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda p: p.name)
+def test_sync_answers_the_recorded_response(case: Path) -> None:
+    body, now, want = load_case(case)
+    answer = make_client(CLOCK=lambda: now).post("/sync", data=body, content_type=JSON)
+    assert answer.status_code == 200
+    assert answer.mimetype == JSON
+    got = answer.get_json()
+    assert got == want
+    assert SYNC_KEYS <= set(got) <= SYNC_KEYS | OPTIONAL_SYNC_KEYS
+
+
+def test_sync_with_a_deadline_adds_only_resync_after_seconds(client: FlaskClient) -> None:
+    job = mxjob(run_policy={"activeDeadlineSeconds": 7200})
+    children = [created(c) for c in run(request(job)).children]
+    answer = post(client, request(job, children))
+    assert answer.status_code == 200
+    assert set(answer.get_json()) == SYNC_KEYS | OPTIONAL_SYNC_KEYS
+
+
+def test_hook_v2_request_keyed_by_namespace_and_name(client: FlaskClient) -> None:
+    job = mxjob()
+    children = [created(c) for c in run(request(job)).children]
+    v1 = post(client, request(job, children)).get_json()
+    v2 = post(client, request(job, children, v2=True)).get_json()
+    assert v1 == v2
+
+
+def test_invalid_mxjob_is_answered_200_with_a_failed_condition(client: FlaskClient) -> None:
+    job = mxjob(replicas={"Server": replica(1), "Worker": replica(1)})
+    answer = post(client, request(job))
+    assert answer.status_code == 200
+    body = answer.get_json()
+    assert set(body) == SYNC_KEYS
+    assert body["status"]["conditions"][-1]["reason"] == "MXJobInvalidSpec"
+
+
+@pytest.mark.parametrize(
+    ("observed", "finalized"), [(False, True), (True, False)], ids=["none-left", "pods-left"]
+)
+def test_finalize_adds_finalized(client: FlaskClient, observed: bool, finalized: bool) -> None:
+    job = mxjob()
+    children = [created(c) for c in run(request(job)).children] if observed else []
+    body = {**request(job, children), "finalizing": True}
+    answer = post(client, body, "/finalize")
+    assert answer.status_code == 200
+    got = answer.get_json()
+    assert set(got) == FINALIZE_KEYS
+    assert got["finalized"] is finalized
+    assert got["children"] == []
+
+
+@pytest.mark.parametrize(("path", "want"), [("/healthz", "ok"), ("/readyz", "ready")])
+def test_probes(client: FlaskClient, path: str, want: str) -> None:
+    answer = client.get(path)
+    assert answer.status_code == 200
+    assert answer.get_json() == {"status": want}
+
+
+def test_metrics_is_prometheus_text(client: FlaskClient) -> None:
+    post(client, request(mxjob()))
+    answer = client.get("/metrics")
+    assert answer.status_code == 200
+    assert answer.mimetype == "text/plain"
+    assert "version=" in answer.content_type
+    assert b"mxjob_hook_syncs_total{" in answer.data
+
+
+# --- 4xx --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", ["/sync", "/finalize"])
+@pytest.mark.parametrize(
+    "data", [b"", b"{", b'{"parent": ', b"\xff\xfe", b"NaN", b'{"a": 1e999}'], ids=repr
+)
+def test_malformed_json_is_400(client: FlaskClient, path: str, data: bytes) -> None:
+    answer = client.post(path, data=data, content_type=JSON)
+    assert "not valid JSON" in assert_error(answer, 400, "malformed_json")
+
+
+@pytest.mark.parametrize("content_type", [None, "text/plain", "application/x-www-form-urlencoded"])
+def test_wrong_content_type_is_415(client: FlaskClient, content_type: str | None) -> None:
+    answer = client.post("/sync", data=json.dumps(request(mxjob())), content_type=content_type)
+    assert "application/json" in assert_error(answer, 415, "unsupported_media_type")
+
+
+def test_json_with_a_charset_is_accepted(client: FlaskClient) -> None:
+    data = json.dumps(request(mxjob()))
+    answer = client.post("/sync", data=data, content_type="application/json; charset=utf-8")
+    assert answer.status_code == 200
+
+
+@pytest.mark.parametrize("path", ["/sync", "/finalize"])
+def test_too_large_a_body_is_413(path: str) -> None:
+    small = make_client(MAX_CONTENT_LENGTH=1024)
+    answer = post(small, request(mxjob()), path)
+    assert_error(answer, 413, "request_entity_too_large")
+
+
+def test_max_body_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MXJOB_MAX_BODY_BYTES", "2048")
+    assert create_app().config["MAX_CONTENT_LENGTH"] == 2048
+
+
+NOT_SYNC_REQUESTS: dict[str, object] = {
+    "array": [],
+    "string": "sync",
+    "no-parent": {"children": {}},
+    "parent-not-object": {"parent": []},
+    "no-name": {"parent": {"metadata": {}}},
+    "name-not-string": {"parent": {"metadata": {"name": 7}}},
+    "namespace-not-string": {"parent": {"metadata": {"name": "a", "namespace": 1}}},
+    "children-list": {"parent": {"metadata": {"name": "a"}}, "children": []},
+    "group-list": {"parent": {"metadata": {"name": "a"}}, "children": {"Pod.v1": []}},
+    "child-not-object": {"parent": {"metadata": {"name": "a"}}, "children": {"Pod.v1": {"x": 1}}},
+    "child-without-name": {
+        "parent": {"metadata": {"name": "a"}},
+        "children": {"Pod.v1": {"x": {}}},
+    },
+    "controller-list": {"parent": {"metadata": {"name": "a"}}, "controller": []},
+    "finalizing-string": {"parent": {"metadata": {"name": "a"}}, "finalizing": "yes"},
+}
+
+
+@pytest.mark.parametrize("path", ["/sync", "/finalize"])
+@pytest.mark.parametrize("body", NOT_SYNC_REQUESTS.values(), ids=NOT_SYNC_REQUESTS.keys())
+def test_not_a_sync_request_is_422(client: FlaskClient, path: str, body: object) -> None:
+    assert_error(post(client, body, path), 422, "not_a_sync_request")
+
+
+@pytest.mark.parametrize("path", ["/", "/sync/", "/hooks/sync", "/customize"])
+def test_unknown_path_is_404(client: FlaskClient, path: str) -> None:
+    assert_error(client.post(path, data="{}", content_type=JSON), 404, "not_found")
+
+
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [("GET", "/sync"), ("PUT", "/sync"), ("GET", "/finalize"), ("POST", "/healthz")],
+)
+def test_wrong_method_is_405(client: FlaskClient, method: str, path: str) -> None:
+    assert_error(client.open(path, method=method), 405, "method_not_allowed")
+
+
+# --- 500 --------------------------------------------------------------------------------
+
+
+def test_a_bug_is_a_500_with_the_same_error_shape() -> None:
+    def broken_clock() -> datetime:
+        raise RuntimeError("clock broken")
+
+    client = create_app({"CLOCK": broken_clock}).test_client()
+    answer = post(client, request(mxjob()))
+    assert_error(answer, 500, "internal_server_error")
+
+
+def test_a_bug_propagates_in_testing_mode() -> None:
+    def broken_clock() -> datetime:
+        raise RuntimeError("clock broken")
+
+    client = make_client(CLOCK=broken_clock)
+    with pytest.raises(RuntimeError, match="clock broken"):
+        post(client, request(mxjob()))
+
+
+# --- the real server --------------------------------------------------------------------
+
+
+def test_gunicorn_serves_the_seed_job() -> None:
+    """gunicorn with the project's config on a free loopback port, like `make run`."""
+    body, _, want = load_case(SEED)
+    with serve(workers=1) as server:
+
+        def call(method: str, path: str, data: bytes | None = None) -> tuple[int, bytes]:
+            conn = server.connection(timeout=10)
+            headers = {"Content-Type": JSON} if data is not None else {}
+            conn.request(method, path, body=data, headers=headers)
+            answer = conn.getresponse()
+            result = answer.status, answer.read()
+            conn.close()
+            return result
+
+        status, data = call("POST", "/sync", body)
+        assert status == 200
+        assert json.loads(data) == want
+        assert call("GET", "/healthz")[0] == 200
+        status, text = call("GET", "/metrics")
+        assert status == 200
+        assert b'mxjob_hook_syncs_total{hook="sync",outcome="created"} 1.0' in text
+        status, data = call("POST", "/sync", b"{")
+        assert status == 400
+        assert json.loads(data)["error"] == "malformed_json"

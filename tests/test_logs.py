@@ -1,0 +1,198 @@
+"""Structured logs: one JSON object per line, the MXJob reference and outcome on every sync
+line, refusals logged with their reason and never the body, the level from LOG_LEVEL."""
+
+import io
+import json
+import logging
+import sys
+from typing import Any
+
+import pytest
+from flask.testing import FlaskClient
+
+from bench.server import serve
+from hooks import logs
+from hooks.app import create_app
+from tests.builders import NOW, UID, mxjob, replica, request
+
+JSON = "application/json"
+MARKER = "do-not-log-the-body-7f3a"
+
+
+def client(**config: Any) -> FlaskClient:
+    return create_app({"TESTING": True, "CLOCK": lambda: NOW, **config}).test_client()
+
+
+def captured(send: Any) -> list[dict[str, Any]]:
+    """Run `send(client)` and return the log lines it wrote."""
+    logger = logs.configure()
+    stream = io.StringIO()
+    # Only the hook's own handler: pytest adds its capture handlers to non-propagating loggers.
+    handlers = [
+        h
+        for h in logger.handlers
+        if isinstance(h, logging.StreamHandler) and isinstance(h.formatter, logs.JsonFormatter)
+    ]
+    previous = [h.setStream(stream) for h in handlers]
+    try:
+        send(client())
+    finally:
+        for handler, old in zip(handlers, previous, strict=True):
+            handler.setStream(old or sys.stderr)
+    text = stream.getvalue()
+    assert text.endswith("\n") or not text
+    return [json.loads(line) for line in text.splitlines()]
+
+
+def test_formatter_writes_one_json_object_per_line() -> None:
+    record = logging.LogRecord("mxjob.hook", logging.WARNING, __file__, 1, "a\nb %s", ("c",), None)
+    record.fields = {"name": "job", "count": 3}
+    line = logs.JsonFormatter().format(record)
+    assert "\n" not in line
+    entry = json.loads(line)
+    assert entry["message"] == "a\nb c"
+    assert entry["level"] == "warning"
+    assert entry["time"].endswith("Z") and len(entry["time"]) == len("2026-03-01T12:00:00.000Z")
+    assert entry["name"] == "job" and entry["count"] == 3
+    assert "logger" not in entry
+
+
+def test_formatter_keeps_tracebacks_on_the_line() -> None:
+    try:
+        raise ValueError("boom")
+    except ValueError:
+        record = logging.LogRecord("other", logging.ERROR, __file__, 1, "x", (), sys.exc_info())
+    entry = json.loads(logs.JsonFormatter().format(record))
+    assert "ValueError: boom" in entry["error"]
+    assert entry["logger"] == "other"
+
+
+@pytest.mark.parametrize(
+    ("value", "level"),
+    [
+        ("debug", logging.DEBUG),
+        ("WARNING", logging.WARNING),
+        (" error ", logging.ERROR),
+        ("verbose", logging.INFO),
+        ("", logging.INFO),
+    ],
+)
+def test_level_from_env(value: str, level: int) -> None:
+    assert logs.level_from_env(value) == level
+
+
+def test_configure_is_idempotent() -> None:
+    logger = logs.configure()
+    count = len(logger.handlers)
+    assert logs.configure() is logger
+    assert len(logger.handlers) == count
+    assert sum(isinstance(h.formatter, logs.JsonFormatter) for h in logger.handlers) == 1
+    assert logger.propagate is False
+
+
+def post(body: object, path: str = "/sync") -> Any:
+    return lambda c: c.post(path, data=json.dumps(body), content_type=JSON)
+
+
+def test_every_sync_line_names_the_job_and_its_outcome() -> None:
+    [line] = captured(post(request(mxjob())))
+    assert line["level"] == "info"
+    assert line["message"] == "sync default/mnist: created"
+    assert {k: line[k] for k in ("hook", "namespace", "name", "uid", "outcome", "status")} == {
+        "hook": "sync",
+        "namespace": "default",
+        "name": "mnist",
+        "uid": UID,
+        "outcome": "created",
+        "status": 200,
+    }
+    assert line["children"] == 13
+    assert isinstance(line["duration_ms"], float) and line["duration_ms"] > 0
+    assert line["request_bytes"] > 0 and line["response_bytes"] > 0
+
+
+def test_an_invalid_spec_logs_its_problems() -> None:
+    [line] = captured(post(request(mxjob(replicas={"Server": replica(1)}))))
+    assert line["outcome"] == "invalid"
+    assert any("Scheduler" in p for p in line["problems"])
+
+
+def test_finalize_lines_say_finalize() -> None:
+    [line] = captured(post({**request(mxjob()), "finalizing": True}, "/finalize"))
+    assert line["hook"] == "finalize"
+
+
+@pytest.mark.parametrize(
+    ("data", "content_type", "status"),
+    [
+        (b'{"parent": {"spec": "' + MARKER.encode(), JSON, 400),
+        (json.dumps({"parent": {"metadata": {}, "spec": MARKER}}).encode(), JSON, 422),
+        (json.dumps({"note": MARKER}).encode(), "text/plain", 415),
+    ],
+    ids=["malformed", "not-sync", "content-type"],
+)
+def test_a_refusal_logs_the_reason_not_the_body(
+    data: bytes, content_type: str, status: int
+) -> None:
+    [line] = captured(lambda c: c.post("/sync", data=data, content_type=content_type))
+    assert line["level"] == "warning"
+    assert line["status"] == status
+    assert line["outcome"] == "rejected"
+    assert line["reason"] and line["error"]
+    assert line["request_bytes"] == len(data)
+    assert MARKER not in json.dumps(line)
+
+
+def test_a_refused_request_names_the_job_when_it_can() -> None:
+    body = {
+        "parent": {"metadata": {"name": "mnist", "namespace": "ml", "uid": "u1"}},
+        "controller": 1,
+    }
+    [line] = captured(post(body))
+    assert (line["namespace"], line["name"], line["uid"]) == ("ml", "mnist", "u1")
+
+
+def test_log_level_warning_keeps_refusals_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LOG_LEVEL", "warning")
+    try:
+        found = captured(
+            lambda c: (
+                c.post("/sync", data=json.dumps(request(mxjob())), content_type=JSON),
+                c.post("/sync", data=b"{", content_type=JSON),
+            )
+        )
+    finally:
+        monkeypatch.delenv("LOG_LEVEL")
+        logs.configure()
+    assert [line["status"] for line in found] == [400]
+
+
+def test_a_bug_logs_the_traceback_with_the_job() -> None:
+    def broken() -> Any:
+        raise RuntimeError("clock broken")
+
+    app = create_app({"CLOCK": broken})
+    found = captured(
+        lambda _: app.test_client().post(
+            "/sync", data=json.dumps(request(mxjob())), content_type=JSON
+        )
+    )
+    [line] = found
+    assert line["level"] == "error"
+    assert line["name"] == "mnist" and line["outcome"] == "error"
+    assert "RuntimeError: clock broken" in line["error"]
+
+
+def test_gunicorn_writes_only_json_lines() -> None:
+    data = json.dumps(request(mxjob())).encode()
+    with serve(workers=1) as server:
+        conn = server.connection(timeout=10)
+        conn.request("POST", "/sync", body=data, headers={"Content-Type": JSON})
+        assert conn.getresponse().read()
+        conn.close()
+        text = server.log.read_text()
+    entries = [json.loads(line) for line in text.splitlines()]
+    assert all({"time", "level", "message", "pid"} <= set(e) for e in entries)
+    assert any(e.get("logger") == "gunicorn.error" for e in entries)
+    [sync] = [e for e in entries if e.get("hook") == "sync"]
+    assert (sync["name"], sync["uid"], sync["outcome"]) == ("mnist", UID, "created")
