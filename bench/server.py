@@ -1,0 +1,135 @@
+"""The hook under gunicorn on a free loopback port, started and stopped by the caller.
+
+`with serve(workers=2) as server:` starts gunicorn with the project's config
+(hooks/gunicorn_config.py) on 127.0.0.1, port 0 (the kernel picks a free one, read back from
+gunicorn's "Listening at" line), waits until `/readyz` answers, and on exit stops the master it
+started (SIGTERM, then SIGKILL after a grace period). Its log goes to a temporary file.
+"""
+
+import contextlib
+import http.client
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CONFIG = ROOT / "hooks" / "gunicorn_config.py"
+APP = "hooks.app:create_app()"
+_LISTENING = re.compile(r"Listening at: http://127\.0\.0\.1:(\d+)")
+
+
+@dataclass
+class Server:
+    """A running gunicorn master on 127.0.0.1:`port`."""
+
+    process: subprocess.Popen[bytes]
+    port: int
+    log: Path
+    workers: int
+    env: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def worker_pids(self) -> list[int]:
+        """The master's child processes (its workers), read from /proc."""
+        pids = []
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            with contextlib.suppress(OSError, IndexError, ValueError):
+                # The command name may hold spaces; the parent pid follows its closing paren.
+                ppid = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+                if ppid == self.pid:
+                    pids.append(int(stat.parent.name))
+        return sorted(pids)
+
+    def connection(self, timeout: float = 60) -> http.client.HTTPConnection:
+        return http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+
+    def log_lines(self) -> list[dict[str, object]]:
+        """The server's log, one JSON object per line (lines that are not JSON are skipped)."""
+        lines = []
+        for line in self.log.read_text(errors="replace").splitlines():
+            with contextlib.suppress(ValueError):
+                entry = json.loads(line)
+                if isinstance(entry, dict):
+                    lines.append(entry)
+        return lines
+
+
+def rss_kib(pid: int) -> int:
+    """Resident memory of a process (VmRSS in /proc/<pid>/status), in KiB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise LookupError(f"no VmRSS for pid {pid}")
+
+
+def _wait_ready(server: Server, deadline: float) -> None:
+    while time.monotonic() < deadline:
+        if server.process.poll() is not None:
+            break
+        if len(server.worker_pids()) >= server.workers:
+            with contextlib.suppress(OSError, http.client.HTTPException):
+                conn = server.connection(timeout=2)
+                conn.request("GET", "/readyz")
+                if conn.getresponse().status == 200:
+                    conn.close()
+                    return
+        time.sleep(0.05)
+    raise RuntimeError(f"gunicorn did not become ready; log:\n{server.log.read_text()[-4000:]}")
+
+
+@contextlib.contextmanager
+def serve(
+    workers: int = 1, env: dict[str, str] | None = None, start_timeout: float = 30
+) -> Iterator[Server]:
+    """gunicorn with `workers` sync workers on a free loopback port, stopped on exit."""
+    fd, name = tempfile.mkstemp(prefix="mxjob-gunicorn-", suffix=".log")
+    log = Path(name)
+    settings = {
+        **os.environ,
+        "HOST": "127.0.0.1",
+        "PORT": "0",
+        "WEB_CONCURRENCY": str(workers),
+        **(env or {}),
+    }
+    command = [sys.executable, "-m", "gunicorn", "--config", str(CONFIG), APP]
+    process = subprocess.Popen(
+        command, cwd=ROOT, env=settings, stdout=fd, stderr=fd, stdin=subprocess.DEVNULL
+    )
+    os.close(fd)
+    try:
+        deadline = time.monotonic() + start_timeout
+        port = None
+        while port is None and time.monotonic() < deadline and process.poll() is None:
+            found = _LISTENING.search(log.read_text(errors="replace"))
+            port = int(found.group(1)) if found else None
+            if port is None:
+                time.sleep(0.05)
+        if port is None:
+            raise RuntimeError(f"gunicorn did not start; log:\n{log.read_text()[-4000:]}")
+        server = Server(process, port, log, workers, settings)
+        _wait_ready(server, deadline)
+        yield server
+    finally:
+        _stop(process)
+        log.unlink(missing_ok=True)
+
+
+def _stop(process: subprocess.Popen[bytes], grace: float = 10) -> None:
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(grace)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
