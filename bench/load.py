@@ -29,7 +29,7 @@ from bench.requests import STATES, encode, path_of, sync_request
 from bench.server import Server, rss_kib, serve
 
 #: Job sizes of the mix (replicas) and how many times each appears: small jobs dominate.
-MIX_SIZES = {2: 3, 10: 2, 30: 1}
+MIX_SIZES = {2: 3, 5: 2, 10: 1}
 #: Growth of a worker's RSS over the run that still counts as noise: allocator slack.
 RSS_NOISE_KIB = 8 * 1024
 RSS_NOISE_FRACTION = 0.10

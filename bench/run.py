@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from bench.requests import BENCH_NOW, encode, sync_request
-from bench.server import Server, serve
+from bench.server import Server, rss_kib, serve
 from hooks.app import collector_paused, create_app
 from hooks.core.request import parse
 from hooks.core.sync import sync
@@ -73,6 +73,8 @@ class Row:
     floor_gc: Timing
     in_process: Timing
     http: Timing
+    #: The gunicorn worker's peak resident memory once this size was served (VmHWM), KiB.
+    worker_peak_kib: int
 
 
 def _quiet_in_process_logs() -> None:
@@ -136,6 +138,7 @@ def measure(replicas: int, server: Server, budget: float) -> Row:
         Timing(gc_on),
         Timing(samples["in_process"]),
         Timing(samples["http"]),
+        max(rss_kib(pid, "VmHWM") for pid in server.worker_pids()),
     )
     gc.collect()
     return row
@@ -158,9 +161,9 @@ def table(rows: list[Row]) -> str:
     head = (
         "| replicas | request | B/replica req / resp | floor ms (GC on) "
         "| in-process ms median / p99 | HTTP ms median / p99 | hook/floor in-process / HTTP "
-        "| growth HTTP | iterations |"
+        "| growth HTTP | worker peak RSS | iterations |"
     )
-    lines = [head, "|" + "---|" * 9]
+    lines = [head, "|" + "---|" * 10]
     for i, r in enumerate(rows):
         size = r.request_bytes / 1e6
         lines.append(
@@ -171,6 +174,7 @@ def table(rows: list[Row]) -> str:
             f"| {_ms(r.http.median)} / {_ms(r.http.p99)} "
             f"| {r.in_process.median / r.floor.median:.2f} / {r.http.median / r.floor.median:.2f} "
             f"| {_growth(rows, i, lambda x: x.http.median)} "
+            f"| {r.worker_peak_kib / 1024:.0f} MiB "
             f"| {len(r.http.samples)} |"
         )
     return "\n".join(lines)

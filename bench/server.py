@@ -65,12 +65,13 @@ class Server:
         return lines
 
 
-def rss_kib(pid: int) -> int:
-    """Resident memory of a process (VmRSS in /proc/<pid>/status), in KiB."""
+def rss_kib(pid: int, field: str = "VmRSS") -> int:
+    """Resident memory of a process from /proc/<pid>/status, in KiB: `VmRSS` now, `VmHWM`
+    its peak so far."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
+        if line.startswith(f"{field}:"):
             return int(line.split()[1])
-    raise LookupError(f"no VmRSS for pid {pid}")
+    raise LookupError(f"no {field} for pid {pid}")
 
 
 def _wait_ready(server: Server, deadline: float) -> None:
