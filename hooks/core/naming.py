@@ -57,7 +57,8 @@ def longest_suffix(counts: dict[ReplicaType, int]) -> int:
 def _pod_pattern(job: str) -> re.Pattern[str]:
     types = "|".join(t.short for t in ALL_TYPES)
     return re.compile(
-        rf"^{re.escape(job)}-(?P<type>{types})-(?P<index>0|[1-9][0-9]*)(?:-r(?P<attempt>[1-9][0-9]*))?$"
+        rf"^{re.escape(job)}-(?P<type>{types})-(?P<index>0|[1-9][0-9]{{0,8}})"
+        rf"(?:-r(?P<attempt>[1-9][0-9]{{0,3}}))?$"
     )
 
 

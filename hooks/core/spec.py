@@ -5,7 +5,6 @@ the rule, so that the job can be marked Failed with a message the user can act o
 Cross-replica rules live in `validation`.
 """
 
-import copy
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -19,6 +18,14 @@ from hooks.core.api import (
     ReplicaType,
     RestartPolicy,
 )
+
+#: Kubeflow's run-policy fields are int32; larger values only overflow date arithmetic.
+INT32_MAX = 2**31 - 1
+#: Replicas per type: far above any real job, low enough that one sync stays within the hook
+#: timeout (10000 replicas take about 1 s).
+MAX_REPLICAS = 10000
+#: Nesting allowed inside a pod template; real templates stay below 20 levels.
+MAX_TEMPLATE_DEPTH = 64
 
 _E = TypeVar("_E", JobMode, RestartPolicy, CleanPodPolicy)
 
@@ -129,14 +136,16 @@ class _Reader:
             return None
         return value
 
-    def integer(self, value: object, path: str, minimum: int) -> int | None:
+    def integer(
+        self, value: object, path: str, minimum: int, maximum: int = INT32_MAX
+    ) -> int | None:
         if value is None:
             return None
         if isinstance(value, bool) or not isinstance(value, int):
-            self.fail(path, f"must be an integer ≥ {minimum}")
+            self.fail(path, f"must be an integer from {minimum} to {maximum}")
             return None
-        if value < minimum:
-            self.fail(path, f"must be ≥ {minimum}, got {value}")
+        if not minimum <= value <= maximum:
+            self.fail(path, f"must be from {minimum} to {maximum}, got {value}")
             return None
         return value
 
@@ -246,7 +255,7 @@ def _replica(reader: _Reader, rtype: ReplicaType, raw: object, path: str) -> Rep
     if replica is None:
         reader.fail(path, "must be an object with a pod template")
         return None
-    count = reader.integer(replica.get("replicas"), f"{path}.replicas", 0)
+    count = reader.integer(replica.get("replicas"), f"{path}.replicas", 0, MAX_REPLICAS)
     policy = reader.choice(
         replica.get("restartPolicy"), f"{path}.restartPolicy", RestartPolicy, RestartPolicy.NEVER
     )
@@ -284,7 +293,11 @@ def _template(reader: _Reader, raw: object, path: str) -> dict[str, Any] | None:
     if MXNET_CONTAINER not in names:
         reader.fail(cpath, f'one container must be named "{MXNET_CONTAINER}"')
         return None
-    pruned: dict[str, Any] = _prune_nulls(copy.deepcopy(template))
+    try:
+        pruned: dict[str, Any] = _pruned_copy(template, MAX_TEMPLATE_DEPTH)
+    except _TooDeepError:
+        reader.fail(path, f"nests deeper than {MAX_TEMPLATE_DEPTH} levels")
+        return None
     metadata = pruned.setdefault("metadata", {})
     if not isinstance(metadata, dict):
         reader.fail(f"{path}.metadata", "must be an object")
@@ -314,10 +327,19 @@ def _default_port(reader: _Reader, container: dict[str, Any], path: str) -> None
         ports.append({"containerPort": DEFAULT_PORT, "name": DEFAULT_PORT_NAME})
 
 
-def _prune_nulls(value: Any) -> Any:
-    """Drop null fields: `null` means absent in Kubernetes, and emitting it churns diffs."""
+class _TooDeepError(ValueError):
+    """A template nested beyond MAX_TEMPLATE_DEPTH."""
+
+
+def _pruned_copy(value: Any, depth: int) -> Any:
+    """A copy without null fields (`null` means absent in Kubernetes, and emitting it churns
+    diffs); refuses nesting deeper than `depth`, which would exhaust the stack."""
     if isinstance(value, dict):
-        return {k: _prune_nulls(v) for k, v in value.items() if v is not None}
+        if depth == 0:
+            raise _TooDeepError
+        return {k: _pruned_copy(v, depth - 1) for k, v in value.items() if v is not None}
     if isinstance(value, list):
-        return [_prune_nulls(v) for v in value if v is not None]
+        if depth == 0:
+            raise _TooDeepError
+        return [_pruned_copy(v, depth - 1) for v in value if v is not None]
     return value

@@ -151,9 +151,9 @@ def _is_result(job: Job, child: dict[str, Any]) -> bool:
 
 def _unique(listed: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """One child per kind and name, first listing wins."""
-    seen: dict[tuple[object, object], dict[str, Any]] = {}
+    seen: dict[tuple[str, str], dict[str, Any]] = {}
     for child in listed:
-        seen.setdefault((child.get("kind"), dig(child, "metadata", "name")), child)
+        seen.setdefault((str(child.get("kind")), str(dig(child, "metadata", "name"))), child)
     return list(seen.values())
 
 

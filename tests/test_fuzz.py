@@ -1,0 +1,610 @@
+"""Fuzzing the HTTP edge and the core behind it (hypothesis, through the Flask test client).
+
+Whatever arrives, the hook never answers 500 and never raises: malformed JSON is a 400, a wrong
+content type a 415, a body that is not a sync request a 422, and anything shaped like a sync
+request a 200 whose body has exactly the keys of SPEC §7. Inputs: random JSON values, truncated
+JSON, content types, huge numbers, deep nesting, recorded requests with a value replaced at any
+depth, random MXJob specs (valid and invalid) and random observed children with garbage fields.
+
+The app runs with TESTING on, so a bug surfaces as the exception itself and hypothesis shrinks
+the input. How many inputs were tried is printed in pytest's terminal summary and kept in
+`.pytest_cache` (key `mxjob/fuzz`). Budget: about 30 s for the module on a loaded 2-CPU machine.
+"""
+
+import copy
+import json
+import subprocess
+import sys
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from flask.testing import FlaskClient
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from hooks.app import create_app
+from tests.builders import NOW, UID
+
+FIXTURES = Path(__file__).parent / "fixtures"
+BASES: list[dict[str, Any]] = [
+    json.loads((case / "request.json").read_text()) for case in sorted(FIXTURES.iterdir())
+]
+SYNC_KEYS = {"status", "children"}
+OPTIONAL_KEYS = {"resyncAfterSeconds"}
+FINALIZE_KEYS = {"status", "children", "finalized"}
+JSON = "application/json"
+FUZZ = settings(
+    max_examples=400,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+#: Inputs tried, by test; reported at the end of the session.
+TRIED: Counter[str] = Counter()
+
+APP = create_app({"TESTING": True, "CLOCK": lambda: NOW})
+CLIENT: FlaskClient = APP.test_client()
+
+
+class _Summary:
+    """A pytest plugin registered by the module fixture: one summary line with the counts."""
+
+    def __init__(self, counts: dict[str, int]) -> None:
+        self.counts = counts
+
+    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
+        total = sum(self.counts.values())
+        detail = ", ".join(f"{k} {v}" for k, v in sorted(self.counts.items()))
+        terminalreporter.write_line(f"fuzz: {total} inputs tried ({detail})")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _report(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Register the summary plugin and, at the end of the module, record the counts."""
+    yield
+    counts = dict(TRIED)
+    cache = getattr(request.config, "cache", None)
+    if cache is not None:
+        cache.set("mxjob/fuzz", counts)
+    request.config.pluginmanager.register(_Summary(counts), "mxjob-fuzz-summary")
+
+
+def send(
+    kind: str, data: bytes, path: str = "/sync", content_type: str | None = JSON
+) -> tuple[int, Any]:
+    """POST through the test client; a 500 or an exception fails the test."""
+    TRIED[kind] += 1
+    answer = CLIENT.post(path, data=data, content_type=content_type)
+    assert answer.status_code != 500, answer.data
+    body = json.loads(answer.data)
+    if answer.status_code == 200:
+        if path == "/finalize":
+            assert set(body) == FINALIZE_KEYS
+            assert isinstance(body["finalized"], bool)
+        else:
+            assert SYNC_KEYS <= set(body) <= SYNC_KEYS | OPTIONAL_KEYS
+        assert isinstance(body["status"], dict)
+        assert isinstance(body["children"], list)
+        assert all(isinstance(c, dict) for c in body["children"])
+    else:
+        assert set(body) == {"error", "message"}
+    return answer.status_code, body
+
+
+def encode(value: object) -> bytes:
+    return json.dumps(value, ensure_ascii=False).encode("utf-8", "surrogatepass")
+
+
+# --- building blocks ---------------------------------------------------------------------
+
+HUGE = st.sampled_from(
+    [
+        2**31,
+        2**53 + 1,
+        2**63 - 1,
+        2**63,
+        2**64 - 1,
+        2**64,
+        -(2**63) - 1,
+        10**30,
+        1e308,
+        -1e308,
+        5e-324,
+        0.5,
+        -0.0,
+    ]
+) | st.integers(min_value=-(2**80), max_value=2**80)
+DIGITS = st.sampled_from(["0", "7", "-1", "01", " 1", "1e3", "9" * 30, "9" * 4400])
+KEYS = st.sampled_from(
+    ["metadata", "name", "spec", "status", "kind", "labels", "phase", "containers", "image"]
+) | st.text(max_size=8)
+SCALARS = (
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=12)
+)
+VALUES = st.recursive(
+    SCALARS,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(KEYS, inner, max_size=4),
+    max_leaves=16,
+)
+ANY = VALUES | HUGE | DIGITS
+SMALL = st.integers(min_value=-2, max_value=6)
+TIMES = (
+    st.sampled_from(
+        [
+            "2026-03-01T12:00:00Z",
+            "2026-03-01T12:00:30.123456Z",
+            "2026-03-01T12:00:00+02:00",
+            "0001-01-01T00:00:00Z",
+            "9999-12-31T23:59:59Z",
+            "2026-13-45T99:99:99Z",
+            "yesterday",
+            "",
+        ]
+    )
+    | ANY
+)
+
+
+DEEP = "__deep__"
+
+
+def nested_json(depth: int) -> str:
+    """`depth` levels of alternating objects and arrays around "x", built without recursion."""
+    opening = "".join('{"a":' if i % 2 == 0 else "[" for i in range(depth))
+    closing = "".join("}" if i % 2 == 0 else "]" for i in reversed(range(depth)))
+    return f'{opening}"x"{closing}'
+
+
+# --- 1. whatever the body is ------------------------------------------------------------
+
+
+@FUZZ
+@given(body=ANY, path=st.sampled_from(["/sync", "/finalize"]))
+def test_any_json_value(body: object, path: str) -> None:
+    status, _ = send("json-value", encode(body), path)
+    assert status in (200, 422)
+
+
+@FUZZ
+@given(data=st.binary(max_size=200))
+def test_any_bytes(data: bytes) -> None:
+    status, _ = send("bytes", data)
+    assert status in (200, 400, 422)
+
+
+@FUZZ
+@given(base=st.sampled_from(BASES), cut=st.floats(min_value=0, max_value=1, exclude_max=True))
+def test_truncated_json(base: dict[str, Any], cut: float) -> None:
+    data = json.dumps(base).encode()
+    status, body = send("truncated", data[: int(len(data) * cut)])
+    assert status == 400
+    assert body["error"] == "malformed_json"
+
+
+@FUZZ
+@given(
+    content_type=st.one_of(
+        st.none(),
+        st.sampled_from(
+            ["text/plain", "application/json-patch+json", "application/yaml", "multipart/x"]
+        ),
+        st.text(max_size=30),
+    )
+)
+def test_content_types(content_type: str | None) -> None:
+    data = json.dumps(BASES[0]).encode()
+    try:
+        status, _ = send("content-type", data, content_type=content_type)
+    except ValueError:  # werkzeug refuses to build a request with a broken header value
+        return
+    mimetype = (content_type or "").split(";")[0].strip().lower()
+    assert status == (200 if mimetype == JSON else 415)
+
+
+# --- 2. a recorded request with values replaced at any depth -----------------------------
+
+
+@st.composite
+def mutated(draw: st.DrawFn) -> dict[str, Any]:
+    """A recorded request with 1-3 values replaced or removed anywhere in it."""
+    body: dict[str, Any] = copy.deepcopy(draw(st.sampled_from(BASES)))
+    for _ in range(draw(st.integers(1, 3))):
+        parent: Any = None
+        key: Any = None
+        node: Any = body
+        while isinstance(node, dict | list) and node and draw(st.integers(0, 9)) > 0:
+            keys = list(node) if isinstance(node, dict) else list(range(len(node)))
+            parent, key = node, draw(st.sampled_from(keys))
+            node = node[key]
+        if parent is None:
+            continue
+        if isinstance(parent, dict) and draw(st.booleans()) and draw(st.booleans()):
+            del parent[key]
+            continue
+        # A huge replica count is not fuzzed here: see test_huge_replica_counts below.
+        value = SMALL | st.text(max_size=4) if key == "replicas" else ANY
+        parent[key] = draw(value)
+    return body
+
+
+@FUZZ
+@given(body=mutated(), path=st.sampled_from(["/sync", "/finalize"]))
+def test_recorded_request_with_wrong_values_anywhere(body: dict[str, Any], path: str) -> None:
+    status, _ = send("mutated", encode(body), path)
+    assert status in (200, 422)
+
+
+#: Nesting depths around the limits that matter: orjson writes 254 levels and reads 1024,
+#: Python recurses about 1000 frames deep.
+DEPTHS = (1, 254, 255, 400, 500, 1000, 1030)
+PYTHON_DEFAULT_RECURSION_LIMIT = 1000
+PLACES = ("args", "node-selector", "pod-status", "controller", "parent-status")
+
+
+@pytest.fixture
+def default_recursion_limit() -> Iterator[None]:
+    """Python's default limit, as in a gunicorn worker (hypothesis may leave it raised)."""
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(PYTHON_DEFAULT_RECURSION_LIMIT)
+    yield
+    sys.setrecursionlimit(limit)
+
+
+@pytest.mark.usefixtures("default_recursion_limit")
+@pytest.mark.parametrize("where", PLACES)
+@pytest.mark.parametrize("depth", DEPTHS)
+def test_deep_nesting(depth: int, where: str) -> None:
+    """Deterministic, not generated: whether recursion overflows depends on the stack depth
+    at the time, which hypothesis would (rightly) report as flaky while shrinking."""
+    body = copy.deepcopy(BASES[0])
+    deep = DEEP
+    first = next(iter(body["parent"]["spec"]["mxReplicaSpecs"].values()))
+    if where == "args":
+        first["template"]["spec"]["containers"][0]["args"] = deep
+    elif where == "node-selector":
+        first["template"]["spec"]["nodeSelector"] = {"deep": deep}
+    elif where == "pod-status":
+        body["children"]["Pod.v1"] = {"p": {"metadata": {"name": "p"}, "status": deep}}
+    elif where == "controller":
+        body["controller"] = {"spec": deep}
+    else:
+        body["parent"]["status"] = {"conditions": deep}
+    data = encode(body).replace(json.dumps(DEEP).encode(), nested_json(depth).encode())
+    status, answer = send("deep", data)
+    # Past orjson's limit (1024 levels in all) the body is refused as malformed JSON.
+    if depth <= 1000:
+        assert status == 200
+    elif depth > 1024:
+        assert (status, answer["error"]) == (400, "malformed_json")
+
+
+# --- 3. random MXJob specs ----------------------------------------------------------------
+
+TYPE_KEYS = st.sampled_from(
+    ["Scheduler", "Server", "Worker", "TunerTracker", "TunerServer", "Tuner", "worker", "SERVER"]
+) | st.sampled_from(["Chief", "PS", "", "Worker "])
+PORTS = st.fixed_dictionaries(
+    {"containerPort": st.integers(-1, 70000) | HUGE | ANY},
+    optional={
+        "name": st.sampled_from(["mxjob-port", "metrics", ""]) | ANY,
+        "protocol": st.sampled_from(["TCP", "UDP"]) | ANY,
+    },
+)
+ENV_VARS = st.fixed_dictionaries(
+    {"name": st.sampled_from(["DMLC_ROLE", "MX_CONFIG", "A", ""]) | ANY},
+    optional={"value": st.text(max_size=6) | ANY, "valueFrom": ANY},
+)
+CONTAINERS = st.fixed_dictionaries(
+    {
+        "name": st.sampled_from(["mxnet", "mxnet", "sidecar", "MXNET", ""]) | ANY,
+        "image": st.sampled_from(["mxjob/mxnet:gpu", ""]) | ANY,
+    },
+    optional={
+        "ports": st.lists(PORTS, max_size=3) | ANY,
+        "env": st.lists(ENV_VARS, max_size=3) | ANY,
+        "args": ANY,
+        "resources": ANY,
+    },
+)
+TEMPLATES = st.fixed_dictionaries(
+    {
+        "spec": st.fixed_dictionaries(
+            {"containers": st.lists(CONTAINERS, min_size=0, max_size=3) | ANY},
+            optional={"initContainers": st.lists(CONTAINERS, max_size=2), "restartPolicy": ANY},
+        )
+        | ANY
+    },
+    optional={
+        "metadata": st.fixed_dictionaries(
+            {},
+            optional={
+                "labels": st.dictionaries(st.text(max_size=6), st.text(max_size=6) | ANY),
+                "annotations": st.dictionaries(
+                    st.sampled_from(["tuner-server-key", "x"]), st.text(max_size=6) | ANY
+                ),
+                "creationTimestamp": ANY,
+            },
+        )
+        | ANY
+    },
+)
+REPLICA_SPECS = st.fixed_dictionaries(
+    {"template": TEMPLATES},
+    optional={
+        "replicas": SMALL | st.none() | st.booleans() | st.text(max_size=3) | st.floats(0, 3),
+        "restartPolicy": st.sampled_from(["Always", "OnFailure", "Never", "ExitCode", "No"]) | ANY,
+    },
+)
+NUMBERS = st.integers(-2, 100_000) | HUGE | ANY
+SCHEDULING = st.fixed_dictionaries(
+    {},
+    optional={
+        "minAvailable": NUMBERS,
+        "queue": ANY,
+        "priorityClass": ANY,
+        "minResources": st.dictionaries(st.text(max_size=5), st.text(max_size=5)) | ANY,
+        "scheduleTimeoutSeconds": NUMBERS,
+    },
+)
+RUN_POLICY = {
+    "cleanPodPolicy": st.sampled_from(["All", "Running", "None", "Some"]) | ANY,
+    "ttlSecondsAfterFinished": NUMBERS,
+    "activeDeadlineSeconds": NUMBERS,
+    "backoffLimit": NUMBERS,
+    "suspend": st.booleans() | ANY,
+    "schedulingPolicy": SCHEDULING | ANY,
+}
+SPECS = st.fixed_dictionaries(
+    {"mxReplicaSpecs": st.dictionaries(TYPE_KEYS, REPLICA_SPECS, min_size=1, max_size=4)},
+    optional={
+        "jobMode": st.sampled_from(["MXTrain", "MXTune", "mxtrain", "Train"]) | ANY,
+        "runPolicy": st.fixed_dictionaries({}, optional=RUN_POLICY) | ANY,
+        # the kubeflow/mxnet-operator v1 layout: run policy fields inline
+        **{k: v for k, v in RUN_POLICY.items() if k in ("cleanPodPolicy", "backoffLimit")},
+    },
+)
+NAMES = st.sampled_from(["mnist", "a", "x" * 50, "Bad_Name", "-a", "job-1"]) | st.text(max_size=64)
+
+
+def parent(name: str, spec: object, status: object = None) -> dict[str, Any]:
+    job: dict[str, Any] = {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "MXJob",
+        "metadata": {
+            "name": name,
+            "namespace": "default",
+            "uid": UID,
+            "creationTimestamp": "2026-03-01T12:00:00Z",
+        },
+        "spec": spec,
+    }
+    if status is not None:
+        job["status"] = status
+    return job
+
+
+CONTROLLERS = st.sampled_from(
+    [
+        {},
+        BASES[0]["controller"],
+        {
+            "spec": {
+                "childResources": [
+                    {"apiVersion": "scheduling.volcano.sh/v1beta1", "resource": "podgroups"}
+                ]
+            }
+        },
+        {
+            "spec": {
+                "childResources": [
+                    {"apiVersion": "scheduling.x-k8s.io/v1alpha1", "resource": "podgroups"}
+                ]
+            }
+        },
+    ]
+) | ANY.filter(lambda v: isinstance(v, dict))
+
+
+@FUZZ
+@given(name=NAMES, spec=SPECS, controller=CONTROLLERS, path=st.sampled_from(["/sync", "/finalize"]))
+def test_random_specs(name: str, spec: dict[str, Any], controller: Any, path: str) -> None:
+    body = {"controller": controller, "parent": parent(name, spec), "children": {}}
+    status, _ = send("spec", encode(body), path)
+    assert status == 200
+
+
+# --- 4. random observed children ------------------------------------------------------------
+
+CONDITIONS = st.lists(
+    st.fixed_dictionaries(
+        {
+            "type": st.sampled_from(
+                ["Created", "Running", "Restarting", "Succeeded", "Failed", "Suspended", "X"]
+            ),
+            "status": st.sampled_from(["True", "False", "Unknown"]),
+        },
+        optional={
+            "reason": st.sampled_from(["MXJobInvalidSpec", "MXJobFailed", "DeadlineExceeded"])
+            | ANY,
+            "message": ANY,
+            "lastTransitionTime": TIMES,
+            "lastUpdateTime": TIMES,
+        },
+    ),
+    max_size=4,
+)
+PARENT_STATUS = st.fixed_dictionaries(
+    {},
+    optional={
+        "conditions": CONDITIONS | ANY,
+        "startTime": TIMES,
+        "completionTime": TIMES,
+        "replicaStatuses": ANY,
+        "observedGeneration": ANY,
+    },
+)
+STATES = st.one_of(
+    st.fixed_dictionaries({"running": st.fixed_dictionaries({}, optional={"startedAt": TIMES})}),
+    st.fixed_dictionaries(
+        {
+            "terminated": st.fixed_dictionaries(
+                {},
+                optional={
+                    "exitCode": st.sampled_from([0, 1, 137, 138, 143, 255]) | HUGE | ANY,
+                    "reason": ANY,
+                    "startedAt": TIMES,
+                    "finishedAt": TIMES,
+                },
+            )
+        }
+    ),
+    st.fixed_dictionaries({"waiting": ANY}),
+    ANY,
+)
+CONTAINER_STATUSES = st.fixed_dictionaries(
+    {"name": st.sampled_from(["mxnet", "sidecar"]) | ANY},
+    optional={"state": STATES, "restartCount": SMALL | HUGE | ANY, "lastState": ANY},
+)
+
+
+@st.composite
+def pods(draw: st.DrawFn, job: str) -> dict[str, Any]:
+    rtype = draw(st.sampled_from(["scheduler", "server", "worker", "tuner", "tunerserver"]))
+    index = draw(st.integers(0, 5) | st.sampled_from([10**6, 10**30]))
+    attempt = draw(st.sampled_from(["", "-r1", "-r2", "-r10000", "-r0", "-r" + "9" * 4400]))
+    name = draw(st.just(f"{job}-{rtype}-{index}{attempt}") | st.text(max_size=20))
+    metadata: dict[str, Any] = {"name": name, "namespace": "default"}
+    metadata.update(
+        draw(
+            st.fixed_dictionaries(
+                {},
+                optional={
+                    "creationTimestamp": TIMES,
+                    "deletionTimestamp": TIMES,
+                    "labels": st.dictionaries(st.text(max_size=8), st.text(max_size=4)) | ANY,
+                    "annotations": st.fixed_dictionaries(
+                        {},
+                        optional={"mxjob.kubeflow.org/restarts-before": DIGITS | ANY},
+                    )
+                    | ANY,
+                },
+            )
+        )
+    )
+    status = draw(
+        st.fixed_dictionaries(
+            {},
+            optional={
+                "phase": st.sampled_from(
+                    ["Pending", "Running", "Succeeded", "Failed", "Unknown", "Done"]
+                )
+                | ANY,
+                "containerStatuses": st.lists(CONTAINER_STATUSES, max_size=3) | ANY,
+                "startTime": TIMES,
+                "reason": st.sampled_from(["Evicted", "Preempting"]) | ANY,
+            },
+        )
+        | ANY
+    )
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "status": status}
+
+
+@st.composite
+def others(draw: st.DrawFn, job: str) -> tuple[str, dict[str, Any]]:
+    """A Service, ConfigMap (incl. the result record) or PodGroup with garbage fields."""
+    group, kind = draw(
+        st.sampled_from(
+            [
+                ("Service.v1", "Service"),
+                ("ConfigMap.v1", "ConfigMap"),
+                ("PodGroup.scheduling.volcano.sh/v1beta1", "PodGroup"),
+                ("Pod.v1", "Pod"),
+            ]
+        )
+    )
+    name = draw(
+        st.sampled_from([job, f"{job}-mxjob-result", f"{job}-mxjob-config", f"{job}-worker-0"])
+        | st.text(max_size=10)
+    )
+    record = st.builds(json.dumps, PARENT_STATUS | ANY) | st.sampled_from(["{", "[]", "null"])
+    child: dict[str, Any] = {"kind": kind, "metadata": {"name": name}}
+    child.update(
+        draw(
+            st.fixed_dictionaries(
+                {},
+                optional={
+                    "data": st.fixed_dictionaries({}, optional={"status": record}) | ANY,
+                    "spec": ANY,
+                    "status": st.fixed_dictionaries({}, optional={"phase": ANY}) | ANY,
+                },
+            )
+        )
+    )
+    return group, child
+
+
+@st.composite
+def observed(draw: st.DrawFn) -> dict[str, Any]:
+    base = draw(st.sampled_from(BASES))
+    job = base["parent"]["metadata"]["name"]
+    body: dict[str, Any] = copy.deepcopy(base)
+    if draw(st.booleans()):
+        body["parent"]["status"] = draw(PARENT_STATUS)
+    if draw(st.booleans()):
+        policy = body["parent"]["spec"].setdefault("runPolicy", {})
+        policy[draw(st.sampled_from(["activeDeadlineSeconds", "backoffLimit"]))] = draw(NUMBERS)
+    groups: dict[str, dict[str, Any]] = body["children"]
+    for pod in draw(st.lists(pods(job), max_size=6)):
+        groups.setdefault("Pod.v1", {})[pod["metadata"]["name"]] = pod
+    for group, child in draw(st.lists(others(job), max_size=3)):
+        groups.setdefault(group, {})[child["metadata"]["name"]] = child
+    body["finalizing"] = draw(st.booleans())
+    return body
+
+
+@FUZZ
+@given(body=observed())
+def test_random_observed_children(body: dict[str, Any]) -> None:
+    path = "/finalize" if body["finalizing"] else "/sync"
+    status, _ = send("children", encode(body), path)
+    assert status == 200
+
+
+# --- 5. huge replica counts: bounded in time and memory, in a child process -------------
+
+HUGE_REPLICAS_PROBE = """
+import json, resource, sys
+resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+from hooks.app import create_app
+body = {"parent": {"metadata": {"name": "big", "namespace": "default"}, "spec": {
+    "mxReplicaSpecs": {"Worker": {"replicas": int(sys.argv[1]),
+    "template": {"spec": {"containers": [{"name": "mxnet", "image": "i"}]}}}}}}}
+answer = create_app().test_client().post("/sync", json=body)
+print(answer.status_code)
+"""
+
+
+@pytest.mark.parametrize("replicas", [10**6, 2**63 - 1])
+def test_huge_replica_counts_are_answered_quickly(replicas: int) -> None:
+    """A replica count no cluster runs must give a Failed job (200) in well under 9 s."""
+    TRIED["huge-replicas"] += 1
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", HUGE_REPLICAS_PROBE, str(replicas)],
+            cwd=Path(__file__).parent.parent,
+            capture_output=True,
+            text=True,
+            timeout=8,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail(
+            f"replicas: {replicas}: no answer within 8 s (gunicorn kills the worker at 9 s)"
+        )
+    assert done.stdout.strip() == "200", done.stderr[-2000:]
