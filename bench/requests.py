@@ -47,9 +47,10 @@ def layout(replicas: int) -> dict[str, int]:
     """Replica counts totalling `replicas`: 1 Worker alone, else 1 Scheduler, ~10% Servers."""
     if replicas <= 1:
         return {"Worker": 1}
+    if replicas == 2:
+        return {"Scheduler": 1, "Worker": 1}
     servers = max(1, replicas // 10)
-    workers = max(1, replicas - 1 - servers)
-    return {"Scheduler": 1, "Server": servers, "Worker": workers}
+    return {"Scheduler": 1, "Server": servers, "Worker": replicas - 1 - servers}
 
 
 def pod_template(rtype: str) -> Json:

@@ -8,8 +8,9 @@ Metrics: every worker writes its values to files under `PROMETHEUS_MULTIPROC_DIR
 `GET /metrics` sums them (hooks/metrics.py). When the variable is not set, a private directory
 on tmpfs is made for this server and removed when it stops; a directory given by the variable
 is emptied at start (values of an earlier run would otherwise be added in). The variable must be
-set before the app imports prometheus-client, which is why it is set here, at config load, and
-why `preload_app` stays off.
+set before the app imports prometheus-client: it is set in `on_starting`, before workers are
+forked, which is why `preload_app` stays off. The directory of a master that was killed
+(SIGKILL, no `on_exit`) is removed by the next server that starts on the same machine.
 
 Logs: gunicorn's own lines use the hook's JSON formatter, one object per line on stderr.
 """
@@ -65,13 +66,36 @@ logconfig_dict: dict[str, Any] = {
 _MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 #: Set when this config made the metrics directory, so that `on_exit` removes only its own.
 _OWNED_ENV = "MXJOB_OWNED_PROMETHEUS_DIR"
-if not os.environ.get(_MULTIPROC_ENV):
-    os.environ[_MULTIPROC_ENV] = tempfile.mkdtemp(prefix="mxjob-prometheus-", dir=_TMP)
-    os.environ[_OWNED_ENV] = os.environ[_MULTIPROC_ENV]
+_OWN_PREFIX = "mxjob-prometheus-"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _own_directory() -> Path:
+    """`mxjob-prometheus-<master pid>` on tmpfs; those of masters that died are removed."""
+    base = Path(_TMP or tempfile.gettempdir())
+    for other in base.glob(f"{_OWN_PREFIX}*"):
+        pid = other.name.removeprefix(_OWN_PREFIX)
+        if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
+            shutil.rmtree(other, ignore_errors=True)
+    return base / f"{_OWN_PREFIX}{os.getpid()}"
 
 
 def on_starting(server: Any) -> None:
-    """Empty the metrics directory: files of an earlier run would be summed in."""
+    """Set up the metrics directory before any worker (which imports the app) is forked.
+
+    Its files are emptied: values of an earlier run would be summed in.
+    """
+    if not os.environ.get(_MULTIPROC_ENV):
+        os.environ[_MULTIPROC_ENV] = os.environ[_OWNED_ENV] = str(_own_directory())
     directory = Path(os.environ[_MULTIPROC_ENV])
     directory.mkdir(parents=True, exist_ok=True)
     for stale in directory.glob("*.db"):
