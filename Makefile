@@ -34,6 +34,9 @@ test: lint
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
 
+## bench / load: performance figures (see README, Performance)
+include bench/bench.mk
+
 ## up / down: the local playground (control plane + CRD + CompositeController + hook on 8080)
 CLUSTER_UP_FLAGS ?= --install-project
 include tools/cluster/cluster.mk

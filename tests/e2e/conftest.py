@@ -27,7 +27,7 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _local_controller(port: int) -> str:
+def local_controller(port: int) -> str:
     """The local CompositeController overlay, its webhook pointed at the hook's port."""
     built = subprocess.run(
         ["kubectl", "kustomize", str(REPO / "metacontroller" / "overlays" / "local")],
@@ -39,7 +39,13 @@ def _local_controller(port: int) -> str:
 
 
 @pytest.fixture(scope="session")
-def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+def hook_port() -> int:
+    """The loopback port the hook serves on for this session."""
+    return _free_port()
+
+
+@pytest.fixture(scope="session")
+def stack(tmp_path_factory: pytest.TempPathFactory, hook_port: int) -> Iterator[Any]:
     from tools.cluster import stack as cluster  # noqa: PLC0415 (only when the tier runs)
     from tools.cluster.build import unavailable_reason  # noqa: PLC0415
 
@@ -51,9 +57,9 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     run_dir = tmp_path_factory.mktemp("stack")
     started = cluster.Stack(run_dir=run_dir, log=lambda line: print(line, flush=True)).start()
     try:
-        port = _free_port()
+        port = hook_port
         started.install_project(REPO, hook_cmd=f"make -C {REPO} run PORT={port}", hook_port=port)
-        started.kubectl("apply", "-f", "-", input=_local_controller(port))
+        started.kubectl("apply", "-f", "-", input=local_controller(port))
         yield started
     finally:
         started.stop(remove=True)
