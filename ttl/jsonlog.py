@@ -1,29 +1,13 @@
-"""Structured logs: one JSON object per line, carrying the job reference and the action."""
+"""Structured logs: one JSON object per line, carrying the job reference and the action.
 
-import json
+The formatter is the hook's own (`hooks.logs`), so both components log the same shape.
+"""
+
 import logging
-from datetime import UTC, datetime
-from typing import Any
+
+from hooks.logs import JsonFormatter
 
 LEVELS = ("debug", "info", "warning", "error", "critical")
-
-
-class JsonFormatter(logging.Formatter):
-    """`{"time", "level", "message", …fields}`; `fields` come from `extra={"fields": {…}}`."""
-
-    def format(self, record: logging.LogRecord) -> str:
-        moment = datetime.fromtimestamp(record.created, UTC)
-        entry: dict[str, Any] = {
-            "time": moment.isoformat(timespec="milliseconds").replace("+00:00", "Z"),
-            "level": record.levelname.lower(),
-            "message": record.getMessage(),
-        }
-        fields = getattr(record, "fields", None)
-        if isinstance(fields, dict):
-            entry.update(fields)
-        if record.exc_info:
-            entry["error"] = self.formatException(record.exc_info)
-        return json.dumps(entry, sort_keys=False, default=str)
 
 
 def configure(level: str) -> None:
