@@ -38,5 +38,5 @@ clean:
 include bench/bench.mk
 
 ## up / down: the local playground (control plane + CRD + CompositeController + hook on 8080)
-CLUSTER_UP_FLAGS ?= --install-project
+CLUSTER_UP_FLAGS ?= --install-project --hook-cmd 'make -C $(CURDIR) run'
 include tools/cluster/cluster.mk
