@@ -125,13 +125,19 @@ def dist_succeeded_cleanup_running() -> tuple[dict[str, Any], datetime]:
     return request(mxjob(status=response.status), children), NOW
 
 
+def _exitcode_running() -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """A running 1/2/3 job whose Workers have restartPolicy ExitCode, status written."""
+    replicas = {"Scheduler": replica(1), "Server": replica(2), "Worker": replica(3, "ExitCode")}
+    children = all_pods(first_cluster(mxjob(replicas=replicas)), running)
+    return mxjob(
+        replicas=replicas, status=status_after(mxjob(replicas=replicas), children)
+    ), children
+
+
 @case
 def exitcode_worker_killed_137() -> tuple[dict[str, Any], datetime]:
     """ExitCode policy, a Worker killed (137): a replacement pod `-r1`, Restarting=True."""
-    replicas = {"Scheduler": replica(1), "Server": replica(2), "Worker": replica(3, "ExitCode")}
-    job = mxjob(replicas=replicas)
-    children = all_pods(first_cluster(job), running)
-    job = mxjob(replicas=replicas, status=status_after(job, children))
+    job, children = _exitcode_running()
     children = with_states(children, mnist_worker_1=lambda p: terminated(p, 137, minutes=20))
     return request(job, children), NOW
 
@@ -152,10 +158,7 @@ def exitcode_replacement_running() -> tuple[dict[str, Any], datetime]:
 @case
 def exitcode_worker_exit_1() -> tuple[dict[str, Any], datetime]:
     """ExitCode policy, a Worker exits 1 (permanent): Failed, the message names replica and code."""
-    replicas = {"Scheduler": replica(1), "Server": replica(2), "Worker": replica(3, "ExitCode")}
-    job = mxjob(replicas=replicas)
-    children = all_pods(first_cluster(job), running)
-    job = mxjob(replicas=replicas, status=status_after(job, children))
+    job, children = _exitcode_running()
     children = with_states(children, mnist_worker_2=lambda p: terminated(p, 1, minutes=15))
     return request(job, children), NOW
 

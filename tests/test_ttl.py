@@ -28,11 +28,11 @@ from hypothesis import strategies as st
 from kubernetes.client import V1DeleteOptions
 from kubernetes.client.exceptions import ApiException
 
+from hooks.logs import JsonFormatter
 from ttl import __main__ as cli
 from ttl import controller
 from ttl.controller import JobRef, run_once, sleep_seconds
 from ttl.expiry import Action, Decision, decide
-from ttl.jsonlog import JsonFormatter
 
 REPO = Path(__file__).resolve().parent.parent
 COMPONENT = REPO / "manifests" / "components" / "ttl-controller"

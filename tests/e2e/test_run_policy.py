@@ -1,5 +1,6 @@
 """SPEC §6 on a real control plane: deadline, suspend/resume, cleanPodPolicy, TTL deletion."""
 
+import json
 from datetime import UTC, datetime
 from typing import Any
 
@@ -14,6 +15,13 @@ def state(cluster: Cluster, name: str) -> str:
     return (cluster.condition(name) or ("",))[0]
 
 
+def set_suspend(cluster: Cluster, name: str, suspend: bool) -> None:
+    patch = {"spec": {"runPolicy": {"suspend": suspend}}}
+    cluster.kubectl(
+        "patch", "mxjob", name, "-n", "default", "--type=merge", "-p", json.dumps(patch)
+    )
+
+
 def test_active_deadline_fails_the_job_and_removes_every_pod(cluster: Cluster) -> None:
     cluster.apply(job("e2e-deadline", {"Worker": replica(2)}, activeDeadlineSeconds=5))
     wait_for("pods", lambda: len(cluster.pods("e2e-deadline")) == 2, 60)
@@ -25,32 +33,14 @@ def test_active_deadline_fails_the_job_and_removes_every_pod(cluster: Cluster) -
 def test_suspend_removes_pods_and_resume_brings_them_back(cluster: Cluster) -> None:
     cluster.apply(job("e2e-suspend", {"Worker": replica(2)}))
     cluster.wait_condition("e2e-suspend", "Running")
-    cluster.kubectl(
-        "patch",
-        "mxjob",
-        "e2e-suspend",
-        "-n",
-        "default",
-        "--type=merge",
-        "-p",
-        '{"spec":{"runPolicy":{"suspend":true}}}',
-    )
+    set_suspend(cluster, "e2e-suspend", True)
     cluster.wait_condition("e2e-suspend", "Suspended")
     wait_for(
         "no pods",
         lambda: not cluster.pods("e2e-suspend") and not cluster.services("e2e-suspend"),
         60,
     )
-    cluster.kubectl(
-        "patch",
-        "mxjob",
-        "e2e-suspend",
-        "-n",
-        "default",
-        "--type=merge",
-        "-p",
-        '{"spec":{"runPolicy":{"suspend":false}}}',
-    )
+    set_suspend(cluster, "e2e-suspend", False)
     wait_for("pods back", lambda: len(cluster.pods("e2e-suspend")) == 2, 60)
     cluster.wait_condition("e2e-suspend", "Running")
     obj: Any = cluster.get("mxjob", "e2e-suspend")
