@@ -6,7 +6,7 @@ import pytest
 
 from hooks.core.naming import parse_pod_name
 from hooks.core.spec import MAX_REPLICAS, MAX_TEMPLATE_DEPTH, load
-from tests.builders import mxjob, replica
+from tests.builders import mxjob, replica, request, run, running
 
 
 def nested(depth: int) -> Any:
@@ -61,3 +61,13 @@ def test_largest_allowed_job_loads() -> None:
 )
 def test_pod_names_beyond_the_limits_are_not_ours(name: str) -> None:
     assert parse_pod_name("mnist", name) is None
+
+
+def test_deadline_beyond_the_last_date_is_never_reached() -> None:
+    body = request(mxjob(replicas={"Worker": replica(1)}, run_policy={"activeDeadlineSeconds": 60}))
+    pod = next(c for c in run(body).children if c["kind"] == "Pod")
+    observed = running(pod)
+    observed["metadata"]["creationTimestamp"] = "9999-12-31T23:59:30Z"
+    response = run(request(body["parent"], [observed]))
+    assert response.resync_after_seconds is None
+    assert response.status["conditions"][-1]["type"] == "Running"

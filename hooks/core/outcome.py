@@ -129,4 +129,7 @@ def deadline_at(job: Job, start: datetime | None) -> datetime | None:
     seconds = job.spec.run_policy.active_deadline_seconds
     if start is None or seconds is None:
         return None
-    return start + timedelta(seconds=seconds)
+    try:
+        return start + timedelta(seconds=seconds)
+    except OverflowError:  # a start near year 9999: the deadline is beyond any date
+        return None
