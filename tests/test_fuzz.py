@@ -26,7 +26,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hooks.app import create_app
-from tests.builders import NOW, UID
+from tests.builders import NOW, mxjob
 
 FIXTURES = Path(__file__).parent / "fixtures"
 BASES: list[dict[str, Any]] = [
@@ -373,17 +373,9 @@ NAMES = st.sampled_from(["mnist", "a", "x" * 50, "Bad_Name", "-a", "job-1"]) | s
 
 
 def parent(name: str, spec: object, status: object = None) -> dict[str, Any]:
-    job: dict[str, Any] = {
-        "apiVersion": "kubeflow.org/v1",
-        "kind": "MXJob",
-        "metadata": {
-            "name": name,
-            "namespace": "default",
-            "uid": UID,
-            "creationTimestamp": "2026-03-01T12:00:00Z",
-        },
-        "spec": spec,
-    }
+    """An MXJob from the builders with any (possibly malformed) spec and status."""
+    job = mxjob(name=name)
+    job["spec"] = spec
     if status is not None:
         job["status"] = status
     return job

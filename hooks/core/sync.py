@@ -50,18 +50,20 @@ class SyncResponse:
 
 def sync(request: SyncRequest, now: datetime) -> SyncResponse:
     """Decide the desired state of one MXJob."""
+    created = parse(dig(request.parent, "metadata", "creationTimestamp"))
+    changed = _spec_changed(request.parent) or created
     spec, problems = load(request.parent.get("spec"))
     if spec is not None:
         problems = validate(request.name, spec)
     if spec is None or problems:
-        return _invalid(request, problems)
+        return _invalid(request, problems, created, changed)
     job = Job(
         name=request.name,
         namespace=request.namespace,
         spec=spec,
         gang=gang.detect(request.controller, list(request.children)),
-        created=parse(dig(request.parent, "metadata", "creationTimestamp")),
-        spec_changed=_spec_changed(request.parent),
+        created=created,
+        spec_changed=changed,
     )
     previous = request.status
     record = recorded_status(request.group(CONFIG_MAP).get(result_name(job.name)))
@@ -93,16 +95,15 @@ def finalize(request: SyncRequest, now: datetime) -> SyncResponse:
     return SyncResponse(decided.status, [], finalized=not remaining)
 
 
-def _invalid(request: SyncRequest, problems: list[Problem]) -> SyncResponse:
+def _invalid(
+    request: SyncRequest,
+    problems: list[Problem],
+    created: datetime | None,
+    changed: datetime | None,
+) -> SyncResponse:
     """Failed with MXJobInvalidSpec; every observed child is kept, nothing is created."""
     message = f"MXJob {request.name} has an invalid spec: " + "; ".join(map(str, problems))
-    new_status = status.invalid_status(
-        request.name,
-        request.status,
-        message,
-        parse(dig(request.parent, "metadata", "creationTimestamp")),
-        _spec_changed(request.parent),
-    )
+    new_status = status.invalid_status(request.name, request.status, message, created, changed)
     return SyncResponse(new_status, children.keep_all(request), invalid=problems)
 
 
@@ -113,11 +114,12 @@ def _finished(job: Job, request: SyncRequest, record: dict[str, Any] | None) -> 
         # Stale parent cache: the record says finished, so restore it and touch nothing.
         return SyncResponse(status.frozen(record), children.keep_all(request))
     final = status.frozen(previous)
-    if status.failed_reason(final) == Reason.INVALID_SPEC:
+    reason = status.failed_reason(final)
+    if reason == Reason.INVALID_SPEC:
         # The job never ran under this controller's decisions: keep what the user has.
         return SyncResponse(final, children.keep_all(request))
     policy = job.spec.run_policy.clean_pod_policy
-    if status.failed_reason(final) == Reason.DEADLINE:
+    if reason == Reason.DEADLINE:
         policy = CleanPodPolicy.ALL  # SPEC §6: past the deadline, every pod goes
     kept = children.after_cleanup(request, policy)
     if record is None:
@@ -158,10 +160,10 @@ def _unique(listed: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _spec_changed(parent: dict[str, Any]) -> datetime | None:
-    """When the spec last changed: the latest non-status managedFields entry, else creation."""
+    """When the spec last changed: the latest non-status managedFields entry, if any."""
     times = [
         parse(entry.get("time"))
         for entry in dig_list(parent, "metadata", "managedFields")
         if isinstance(entry, dict) and not entry.get("subresource")
     ]
-    return latest(*times) or parse(dig(parent, "metadata", "creationTimestamp"))
+    return latest(*times)
