@@ -117,7 +117,14 @@ METACONTROLLER = Component(
     xvars=(f"main.version={METACONTROLLER_VERSION}",),
 )
 
-KUBERNETES_MAINS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl")
+KUBERNETES_MAINS = (
+    "kube-apiserver",
+    "kube-controller-manager",
+    "kube-scheduler",
+    "kubectl",
+    "kubelet",
+    "kube-proxy",
+)
 KUBERNETES = Component(
     name="kubernetes",
     version=KUBERNETES_VERSION,
