@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 from tools.cluster import build
+from tools.cluster.node import NodeStack, load_any
 from tools.cluster.stack import Stack, StackError, default_run_dir
 
 REPO = Path(__file__).resolve().parents[2]
@@ -36,14 +37,24 @@ def cmd_build(args: argparse.Namespace) -> int:
     return 0
 
 
+def _run_dir(args: argparse.Namespace) -> Path:
+    """The given run dir, else the tier's own default (so both playgrounds can be up)."""
+    if args.run_dir is not None:
+        return Path(args.run_dir)
+    default = default_run_dir()
+    return default.with_name(default.name + "-node") if args.tier == "node" else default
+
+
 def cmd_up(args: argparse.Namespace) -> int:
-    existing = Stack.load(args.run_dir, cache_dir=args.cache, log=_log)
+    args.run_dir = _run_dir(args)
+    existing = load_any(args.run_dir, cache_dir=args.cache, log=_log)
     if existing and existing.is_running():
         _log(f"already up (run dir {args.run_dir}); `down` first to restart")
         print(_exports(existing))
         return 0
     base = args.port_base or int(os.environ.get("MXJOB_PORT_BASE", "0")) or None
-    stack = Stack(
+    tier = NodeStack if args.tier == "node" else Stack
+    stack = tier(
         run_dir=args.run_dir,
         cache_dir=args.cache,
         port_base=base,
@@ -53,21 +64,24 @@ def cmd_up(args: argparse.Namespace) -> int:
     )
     try:
         stack.start()
-        if args.install_project:
+        if args.install_project and isinstance(stack, NodeStack):
+            stack.install_in_cluster(REPO)
+        elif args.install_project:
             stack.install_project(REPO, args.hook_cmd, args.hook_port)
     except (StackError, build.BuildError) as exc:
         _log(f"error: {exc}")
         _log(f"logs kept in {stack.logs_dir}")
         return 1
     for name, port in stack.ports.items():
-        _log(f"  {name:24s} 127.0.0.1:{port}")
+        _log(f"  {name:24s} port {port}")
     _log(f"  logs: {stack.logs_dir}")
     print(_exports(stack))
     return 0
 
 
 def cmd_down(args: argparse.Namespace) -> int:
-    stack = Stack.load(args.run_dir, cache_dir=args.cache, log=_log)
+    args.run_dir = _run_dir(args)
+    stack = load_any(args.run_dir, cache_dir=args.cache, log=_log)
     if stack is None:
         _log(f"nothing to stop in {args.run_dir}")
         return 0
@@ -77,7 +91,8 @@ def cmd_down(args: argparse.Namespace) -> int:
 
 
 def cmd_env(args: argparse.Namespace) -> int:
-    stack = Stack.load(args.run_dir, cache_dir=args.cache, log=_log)
+    args.run_dir = _run_dir(args)
+    stack = load_any(args.run_dir, cache_dir=args.cache, log=_log)
     if stack is None:
         _log(f"no stack in {args.run_dir}; run `up` first")
         return 1
@@ -86,7 +101,8 @@ def cmd_env(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    stack = Stack.load(args.run_dir, cache_dir=args.cache, log=_log)
+    args.run_dir = _run_dir(args)
+    stack = load_any(args.run_dir, cache_dir=args.cache, log=_log)
     if stack is None:
         print(f"down (no state in {args.run_dir})")
         return 1
@@ -108,8 +124,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--run-dir",
         type=Path,
-        default=default_run_dir(),
-        help="state of the running stack (default $MXJOB_RUN or <cache>/run)",
+        default=None,
+        help="state of the running stack (default $MXJOB_RUN or <cache>/run; <cache>/run-node "
+        "for the node tier)",
+    )
+    parser.add_argument(
+        "--tier",
+        choices=("kwok", "node"),
+        default=os.environ.get("TIER", "kwok"),
+        help="kwok: control plane + KWOK fake nodes, hook on the host (fast, scale); node: "
+        "a real kubelet running real pods, the hook and Metacontroller in the cluster "
+        "(default $TIER or kwok)",
     )
     sub = parser.add_subparsers(dest="cmd", required=True)
     sub.add_parser("build", help="build missing components into the cache").set_defaults(
@@ -127,7 +152,8 @@ def main(argv: list[str] | None = None) -> int:
     up.add_argument(
         "--install-project",
         action="store_true",
-        help="apply manifests/crd, start the hook, apply metacontroller/overlays/local",
+        help="kwok: apply manifests/crd, start the hook, apply metacontroller/overlays/local; "
+        "node: install Metacontroller and manifests/overlays/standard in the cluster",
     )
     up.add_argument("--hook-cmd", default="make run", help="hook command (gets $PORT)")
     up.add_argument("--hook-port", type=int, default=8080)

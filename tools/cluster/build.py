@@ -16,6 +16,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tarfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -27,13 +28,12 @@ ETCD_VERSION = "v3.6.16"
 KUBERNETES_VERSION = "v1.36.3"
 KUBERNETES_STAGING_VERSION = "v0.36.3"
 KWOK_VERSION = "v0.8.0"
-# Metacontroller's go.mod says `module metacontroller` (no dot), so its v2+ git tags are not valid
-# Go module versions; the proxy only has v1.x tags and pseudo-versions of later commits. The proxy
-# reachable from this workplace refuses every pseudo-version (v4.17.x included) and serves only
-# the v1.5.20 tag. Pin a v4.17.x pseudo-version here (and set METACONTROLLER_MAIN to
-# "metacontroller/pkg/cmd/metacontroller") once the proxy serves it.
-METACONTROLLER_VERSION = "v1.5.20"
-METACONTROLLER_MAIN = "metacontroller"
+# Metacontroller's go.mod says `module metacontroller` (no dot), so the module proxy cannot serve
+# its v4 releases; it is built from a source archive or checkout of the tag instead (see
+# metacontroller_source()).
+METACONTROLLER_VERSION = "v4.17.2"
+METACONTROLLER_SOURCE_SETTING = "MXJOB_METACONTROLLER_SRC"
+COREDNS_VERSION = "v1.15.0"
 # Go version the throw-away modules declare (Kubernetes 1.36 needs go >= 1.26).
 GO_LANGUAGE_VERSION = "1.26.0"
 
@@ -101,20 +101,20 @@ KWOK = Component(
     requires={"sigs.k8s.io/kwok": KWOK_VERSION},
 )
 
+# Built from its own source tree (go.mod and go.sum of the tag), not from a throw-away module.
 METACONTROLLER = Component(
     name="metacontroller",
     version=METACONTROLLER_VERSION,
-    mains={METACONTROLLER_MAIN: "metacontroller"},
-    requires={
-        "metacontroller": "v0.0.0",
-        # v1.0.1 (pinned by client-go 0.21) crashes at run time on Go >= 1.18.
-        "github.com/modern-go/reflect2": "v1.0.2",
-    },
-    replaces={
-        "metacontroller": f"github.com/metacontroller/metacontroller {METACONTROLLER_VERSION}"
-    },
-    nosumdb=("github.com/metacontroller/metacontroller",),
+    mains={"./pkg/cmd/metacontroller": "metacontroller"},
+    requires={},
     xvars=(f"main.version={METACONTROLLER_VERSION}",),
+)
+
+COREDNS = Component(
+    name="coredns",
+    version=COREDNS_VERSION,
+    mains={"github.com/coredns/coredns": "coredns"},
+    requires={"github.com/coredns/coredns": COREDNS_VERSION},
 )
 
 KUBERNETES_MAINS = (
@@ -144,6 +144,8 @@ KUBERNETES = Component(
 )
 
 COMPONENTS = (ETCD, KUBERNETES, METACONTROLLER, KWOK)
+#: Only the real-node tier needs these (cluster DNS for pods).
+NODE_COMPONENTS = (COREDNS,)
 
 # Stock KWOK stages copied out of its module (directory under kustomize/stage -> cache subdir).
 KWOK_STAGE_DIRS = ("pod/fast", "pod/general", "node/fast", "node/heartbeat")
@@ -193,25 +195,13 @@ def module_dir(module: str, version: str, cwd: Path, env: dict[str, str], log: P
     return Path(info["Dir"])
 
 
-def read_replaces(go_mod: Path) -> dict[str, str]:
-    """The replace directives of a go.mod file (single-line and block form)."""
+def read_replaces(go_mod: Path, env: dict[str, str], log: Path) -> dict[str, str]:
+    """The replace directives of a go.mod file, as `go mod edit -json` reads them."""
+    edit = json.loads(run_go(["mod", "edit", "-json", str(go_mod)], go_mod.parent, env, log))
     replaces: dict[str, str] = {}
-    in_block = False
-    for raw in go_mod.read_text().splitlines():
-        line = raw.split("//", 1)[0].strip()
-        if line.startswith("replace ("):
-            in_block = True
-            continue
-        if in_block and line == ")":
-            in_block = False
-            continue
-        if line.startswith("replace "):
-            line = line[len("replace ") :]
-        elif not in_block:
-            continue
-        m = re.match(r"^(\S+)(?:\s+\S+)?\s+=>\s+(.+)$", line)
-        if m:
-            replaces[m.group(1)] = m.group(2).strip()
+    for rep in edit.get("Replace") or []:
+        new = rep["New"]
+        replaces[rep["Old"]["Path"]] = " ".join(filter(None, (new["Path"], new.get("Version"))))
     return replaces
 
 
@@ -236,7 +226,7 @@ def kubernetes_replaces(src: Path, env: dict[str, str], log: Path) -> dict[str, 
     kdir = module_dir("k8s.io/kubernetes", KUBERNETES_VERSION, src, env, log)
     staging = {
         mod: f"{mod} {KUBERNETES_STAGING_VERSION}"
-        for mod, target in read_replaces(kdir / "go.mod").items()
+        for mod, target in read_replaces(kdir / "go.mod", env, log).items()
         if target.startswith("./staging/")
     }
     if not staging:
@@ -244,14 +234,38 @@ def kubernetes_replaces(src: Path, env: dict[str, str], log: Path) -> dict[str, 
     return staging
 
 
-def metacontroller_replaces(src: Path, env: dict[str, str], log: Path) -> dict[str, str]:
-    """Metacontroller's own replaces (pins of k8s libs) plus the path replace of the module."""
-    mdir = module_dir(
-        "github.com/metacontroller/metacontroller", METACONTROLLER_VERSION, src, env, log
+def metacontroller_source() -> Path:
+    """Where Metacontroller's source is: ``$MXJOB_METACONTROLLER_SRC`` (a .tar.gz of the tag or
+    a checkout of it), else the archive shipped beside this repository's checkout."""
+    setting = os.environ.get(METACONTROLLER_SOURCE_SETTING)
+    if setting:
+        return Path(setting).expanduser()
+    repo = Path(__file__).resolve().parents[2]
+    return (
+        repo.parent / "shared" / "third_party" / f"metacontroller-{METACONTROLLER_VERSION}.tar.gz"
     )
-    replaces = read_replaces(mdir / "go.mod")
-    replaces.update(METACONTROLLER.replaces)
-    return replaces
+
+
+def unpack_metacontroller(src: Path) -> Path:
+    """Copy or unpack Metacontroller's source into src and return the module directory."""
+    source = metacontroller_source()
+    shutil.rmtree(src, ignore_errors=True)
+    if source.is_dir():
+        shutil.copytree(source, src, ignore=shutil.ignore_patterns(".git"))
+        return src
+    if not source.is_file():
+        raise BuildError(
+            f"Metacontroller {METACONTROLLER_VERSION} source not found at {source}: set "
+            f"{METACONTROLLER_SOURCE_SETTING} to a .tar.gz or a checkout of tag "
+            f"{METACONTROLLER_VERSION}"
+        )
+    src.mkdir(parents=True)
+    with tarfile.open(source) as archive:
+        archive.extractall(src, filter="data")
+    tops = [p for p in src.iterdir() if (p / "go.mod").is_file()]
+    if len(tops) != 1:
+        raise BuildError(f"{source} does not hold exactly one Go module at its top")
+    return tops[0]
 
 
 def copy_assets(
@@ -259,18 +273,12 @@ def copy_assets(
 ) -> None:
     """Non-binary files the stack needs: Metacontroller CRDs, KWOK stock stages."""
     if component is METACONTROLLER:
-        mdir = module_dir(
-            "github.com/metacontroller/metacontroller", METACONTROLLER_VERSION, src, env, log
+        # Its own production manifests (CRDs, namespace, RBAC, StatefulSet), as users apply them.
+        shutil.copytree(src / "manifests" / "production", home / "manifests", dirs_exist_ok=True)
+        shutil.copyfile(
+            src / "manifests/production/metacontroller-crds-v1.yaml",
+            home / "metacontroller-crds.yaml",
         )
-        candidates = [
-            mdir / "manifests/production/metacontroller-crds-v1.yaml",
-            mdir / "deploy/helm/metacontroller/crds/metacontroller-crds-v1.yaml",
-        ]
-        for crds in candidates:
-            if crds.is_file():
-                shutil.copyfile(crds, home / "metacontroller-crds.yaml")
-                return
-        raise BuildError(f"no Metacontroller CRD manifest found in {mdir}")
     if component is KWOK:
         kdir = module_dir("sigs.k8s.io/kwok", KWOK_VERSION, src, env, log)
         for sub in KWOK_STAGE_DIRS:
@@ -313,12 +321,13 @@ def build_component(component: Component, cache: Path, log: Log) -> float:
         log_file.write_text(f"building {component.name} {component.version}\n")
         log(f"building {component.name} {component.version} (log: {log_file}) ...")
         env = go_env(component)
-        write_module(component, src, {})
-        if component is KUBERNETES:
-            write_module(component, src, kubernetes_replaces(src, env, log_file))
-        elif component is METACONTROLLER:
-            write_module(component, src, metacontroller_replaces(src, env, log_file))
-        run_go(["mod", "tidy"], src, env, log_file)
+        if component is METACONTROLLER:
+            src = unpack_metacontroller(src)
+        else:
+            write_module(component, src, {})
+            if component is KUBERNETES:
+                write_module(component, src, kubernetes_replaces(src, env, log_file))
+            run_go(["mod", "tidy"], src, env, log_file)
         run_go(
             [
                 "build",
@@ -373,25 +382,37 @@ def go_problem() -> str | None:
     return None
 
 
-def all_built(cache: Path | None = None) -> bool:
+def all_built(cache: Path | None = None, components: tuple[Component, ...] = COMPONENTS) -> bool:
     cache = cache or default_cache_dir()
-    return all(c.is_built(cache) for c in COMPONENTS)
+    return all(c.is_built(cache) for c in components)
 
 
-def unavailable_reason(cache: Path | None = None) -> str | None:
+def unavailable_reason(
+    cache: Path | None = None, components: tuple[Component, ...] = COMPONENTS
+) -> str | None:
     """One line saying why the e2e stack cannot run here, or None if it can."""
     if not sys.platform.startswith("linux"):
         return f"the e2e control plane runs on Linux only (this is {sys.platform})"
-    if all_built(cache):
+    if all_built(cache, components):
         return None
+    if METACONTROLLER in components and not METACONTROLLER.is_built(cache or default_cache_dir()):
+        source = metacontroller_source()
+        if not source.exists():
+            return (
+                f"Metacontroller's source is not at {source} (set {METACONTROLLER_SOURCE_SETTING})"
+            )
     return go_problem()
 
 
-def build_all(cache: Path | None = None, log: Log = print) -> dict[str, float]:
+def build_all(
+    cache: Path | None = None,
+    log: Log = print,
+    components: tuple[Component, ...] = COMPONENTS,
+) -> dict[str, float]:
     """Build every missing component (sequentially: each build already uses every core)."""
     cache = cache or default_cache_dir()
-    if not all_built(cache):
+    if not all_built(cache, components):
         problem = go_problem()
         if problem:
             raise BuildError(problem)
-    return {c.name: build_component(c, cache, log) for c in COMPONENTS}
+    return {c.name: build_component(c, cache, log) for c in components}

@@ -28,7 +28,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, Self
 
 from tools.cluster import build, kwok, pki
 
@@ -54,6 +54,7 @@ PORT_NAMES = (
     "kube-controller-manager",
     "kube-scheduler",
     "metacontroller",
+    "metacontroller-health",
 )
 
 
@@ -144,12 +145,16 @@ class Stack:
     port_base: int | None = None
     nodes: int = 1
     pod_stages: str = "fast"
+    #: Where the API server listens; the real-node tier uses its own link's address.
+    api_address: str = "127.0.0.1"
     discovery_interval: str = "5s"
     log: Log = print
     ports: dict[str, int] = field(default_factory=dict)
     pids: dict[str, int] = field(default_factory=dict)
     token: str = ""
     _procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict, repr=False)
+    #: Processes in start order (stopped in reverse).
+    components: ClassVar[tuple[str, ...]] = COMPONENTS
 
     # -- paths --------------------------------------------------------------------------------
 
@@ -176,7 +181,7 @@ class Stack:
 
     @property
     def server(self) -> str:
-        return f"https://127.0.0.1:{self.ports['kube-apiserver']}"
+        return f"https://{self.api_address}:{self.ports['kube-apiserver']}"
 
     @property
     def node_names(self) -> list[str]:
@@ -191,24 +196,38 @@ class Stack:
 
     # -- state --------------------------------------------------------------------------------
 
+    def _state(self) -> dict[str, Any]:
+        """What another process needs to find and stop this stack."""
+        return {
+            "ports": self.ports,
+            "pids": self.pids,
+            "token": self.token,
+            "nodes": self.nodes,
+            "api_address": self.api_address,
+        }
+
+    def _restore(self, state: dict[str, Any]) -> None:
+        self.ports = {k: int(v) for k, v in state.get("ports", {}).items()}
+        self.pids = {k: int(v) for k, v in state.get("pids", {}).items()}
+        self.token = str(state.get("token", ""))
+        self.nodes = int(state.get("nodes", 1))
+        self.api_address = str(state.get("api_address", "127.0.0.1"))
+
     def _save_state(self) -> None:
-        state = {"ports": self.ports, "pids": self.pids, "token": self.token, "nodes": self.nodes}
+        state = self._state()
         tmp = self.state_file.with_suffix(".tmp")
         tmp.write_text(json.dumps(state, indent=2) + "\n")
         tmp.replace(self.state_file)
 
     @classmethod
-    def load(cls, run_dir: Path | None = None, **kwargs: Any) -> Stack | None:
+    def load(cls, run_dir: Path | None = None, **kwargs: Any) -> Self | None:
         """The stack recorded in run_dir/state.json, or None."""
         stack = cls(run_dir=run_dir or default_run_dir(), **kwargs)
         try:
             state = json.loads(stack.state_file.read_text())
         except (OSError, ValueError):
             return None
-        stack.ports = {k: int(v) for k, v in state.get("ports", {}).items()}
-        stack.pids = {k: int(v) for k, v in state.get("pids", {}).items()}
-        stack.token = str(state.get("token", ""))
-        stack.nodes = int(state.get("nodes", 1))
+        stack._restore(state)
         return stack
 
     def is_running(self) -> bool:
@@ -286,12 +305,12 @@ class Stack:
 
     # -- start --------------------------------------------------------------------------------
 
-    def start(self, build_missing: bool = True) -> Stack:
+    def start(self, build_missing: bool = True) -> Self:
         """Start every component and wait for readiness. Raises StackError on failure."""
         started = time.monotonic()
         if build_missing:
-            build.build_all(self.cache_dir, self.log)
-        existing = Stack.load(self.run_dir, cache_dir=self.cache_dir, log=self.log)
+            self._build()
+        existing = type(self).load(self.run_dir, cache_dir=self.cache_dir, log=self.log)
         if existing and existing.is_running():
             raise StackError(f"a stack is already running in {self.run_dir}")
         if existing:
@@ -300,17 +319,23 @@ class Stack:
         self.ports = allocate_ports(self.port_base)
         try:
             self._prepare_files()
-            self._start_etcd()
-            self._start_apiserver()
-            self._start_controllers()
-            self._start_metacontroller()
-            self._start_kwok()
-            self._wait_all_ready()
+            self._start_components()
         except BaseException:
             self.stop(remove=False)  # keep the logs for the error message's pointers
             raise
         self.log(f"stack up in {time.monotonic() - started:.1f}s (run dir {self.run_dir})")
         return self
+
+    def _build(self) -> None:
+        build.build_all(self.cache_dir, self.log)
+
+    def _start_components(self) -> None:
+        self._start_etcd()
+        self._start_apiserver()
+        self._start_controllers()
+        self._start_metacontroller()
+        self._start_kwok()
+        self._wait_all_ready()
 
     def _prepare_files(self) -> None:
         pki_dir = self.run_dir / "pki"
@@ -357,35 +382,43 @@ class Stack:
         )
         self._wait("etcd", "/health", lambda: http_ok(f"{client}/health"), 30)
 
-    def _start_apiserver(self) -> None:
+    def _apiserver_args(self) -> list[str]:
         pki_dir = self.run_dir / "pki"
+        return [
+            str(self.bin("kube-apiserver")),
+            f"--etcd-servers=http://127.0.0.1:{self.ports['etcd']}",
+            f"--cert-dir={pki_dir}",
+            f"--bind-address={self.api_address}",
+            f"--advertise-address={self.api_address}",
+            f"--secure-port={self.ports['kube-apiserver']}",
+            f"--service-cluster-ip-range={SERVICE_CLUSTER_IP_RANGE}",
+            "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+            f"--service-account-key-file={pki_dir / 'sa.key'}",
+            f"--service-account-signing-key-file={pki_dir / 'sa.key'}",
+            f"--token-auth-file={pki_dir / 'tokens.csv'}",
+            "--allow-privileged=true",
+            "--profiling=false",
+            "--v=1",
+        ]
+
+    def _start_apiserver(self) -> None:
         self._spawn(
             "kube-apiserver",
             [
-                str(self.bin("kube-apiserver")),
-                f"--etcd-servers=http://127.0.0.1:{self.ports['etcd']}",
-                f"--cert-dir={pki_dir}",
-                "--bind-address=127.0.0.1",
-                "--advertise-address=127.0.0.1",
+                *self._apiserver_args(),
                 # Endpoints may not hold a loopback address: do not publish `kubernetes` endpoints.
                 "--endpoint-reconciler-type=none",
-                f"--secure-port={self.ports['kube-apiserver']}",
-                f"--service-cluster-ip-range={SERVICE_CLUSTER_IP_RANGE}",
-                "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-                f"--service-account-key-file={pki_dir / 'sa.key'}",
-                f"--service-account-signing-key-file={pki_dir / 'sa.key'}",
-                f"--token-auth-file={pki_dir / 'tokens.csv'}",
                 "--authorization-mode=AlwaysAllow",
                 # ServiceAccount: pods need none (KWOK runs no containers), so there is no race
                 # with the SA controller right after a namespace is created.
                 # TaintNodesByCondition: would taint new nodes not-ready, and no node-lifecycle
                 # controller runs to lift the taint once KWOK reports the node Ready.
                 "--disable-admission-plugins=ServiceAccount,TaintNodesByCondition",
-                "--allow-privileged=true",
-                "--profiling=false",
-                "--v=1",
             ],
         )
+        self._wait_apiserver()
+
+    def _wait_apiserver(self) -> None:
         self._wait(
             "kube-apiserver",
             "/readyz",
@@ -394,12 +427,11 @@ class Stack:
         )
 
     def _start_controllers(self) -> None:
-        kubeconfig = str(self.kubeconfig)
         self._spawn(
             "kube-controller-manager",
             [
                 str(self.bin("kube-controller-manager")),
-                f"--kubeconfig={kubeconfig}",
+                f"--kubeconfig={self.kubeconfig}",
                 "--controllers=namespace,garbagecollector,serviceaccount",
                 "--bind-address=127.0.0.1",
                 f"--secure-port={self.ports['kube-controller-manager']}",
@@ -408,11 +440,14 @@ class Stack:
                 "--v=1",
             ],
         )
+        self._start_scheduler()
+
+    def _start_scheduler(self) -> None:
         self._spawn(
             "kube-scheduler",
             [
                 str(self.bin("kube-scheduler")),
-                f"--kubeconfig={kubeconfig}",
+                f"--kubeconfig={self.kubeconfig}",
                 "--bind-address=127.0.0.1",
                 f"--secure-port={self.ports['kube-scheduler']}",
                 "--leader-elect=false",
@@ -431,14 +466,14 @@ class Stack:
             "metacontroller",
             [
                 str(self.bin("metacontroller")),
-                # v1.5.20 overwrites --kubeconfig with this (deprecated) flag's value, even empty
-                f"--client-config-path={self.kubeconfig}",
-                f"--debug-addr=127.0.0.1:{self.ports['metacontroller']}",
+                f"--kubeconfig={self.kubeconfig}",
+                f"--metrics-address=127.0.0.1:{self.ports['metacontroller']}",
+                f"--health-probe-bind-address=127.0.0.1:{self.ports['metacontroller-health']}",
                 f"--discovery-interval={self.discovery_interval}",
                 "--client-go-qps=100",
                 "--client-go-burst=200",
                 "--events-qps=100",
-                "--v=2",
+                "--zap-log-level=4",
             ],
         )
 
@@ -572,7 +607,7 @@ class Stack:
 
     def stop(self, remove: bool = True, grace: float = 10.0) -> None:
         """SIGTERM every process group (reverse start order), SIGKILL after `grace` seconds."""
-        order = [c for c in reversed(COMPONENTS) if c in self.pids]
+        order = [c for c in reversed(self.components) if c in self.pids]
         targets = {n: self.pids[n] for n in order if self._owns(n, self.pids[n])}
         for name, pid in targets.items():
             self._signal(pid, signal.SIGTERM)
@@ -612,7 +647,7 @@ class Stack:
                 return
             time.sleep(0.1)
 
-    def __enter__(self) -> Stack:
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

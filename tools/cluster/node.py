@@ -1,0 +1,671 @@
+"""The real-node tier: the control plane plus a real kubelet, so pods really run.
+
+``NodeStack`` starts what ``Stack`` starts, but with an API server that enforces RBAC
+(``--authorization-mode=Node,RBAC``, default admission plugins plus NodeRestriction), a
+controller-manager with all its default controllers, and no Metacontroller or KWOK on the host.
+One node runs in a network namespace of its own (``mxjob<k>``): containerd + runc, the kubelet,
+kube-proxy (iptables) and CoreDNS, with pods on a bridge inside that namespace. A veth pair
+joins it to the host: the API server listens on the host end (``10.200.<k>.1``), the kubelet on
+the node end (``10.200.<k>.2``). So every iptables rule, route and bridge the node makes lives
+and dies with the namespace, and two stacks (a test session and the ``make up`` playground) do
+not see each other's. What remains machine-wide — the kubelet's sysctls, its cgroups (under
+``/mxjob<k>``) and mounts under the run directory — is restored or removed by ``stop()``, also
+after a failed start.
+
+Metacontroller and the project itself are installed into the cluster from locally built images
+(``tools/cluster/images.py``) by ``install_in_cluster``, the way the README tells users.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+from tools.cluster import build, hoststate, images, pki
+from tools.cluster.build import locked
+from tools.cluster.stack import Stack, StackError, _pid_alive, _pid_cmdline
+
+NODE_NAME = "mxjob-node"
+NETNS_DIR = Path("/run/netns")
+MAX_SLOTS = 16
+#: Host binaries of the node (Debian packages), not built by this project.
+HOST_BINARIES = {"containerd": "containerd", "ctr": "ctr", "runc": "runc"}
+CNI_BIN_DIR = "/usr/lib/cni"
+NODE_PROCESSES = ("containerd", "kubelet", "kube-proxy", "coredns")
+#: Debian packages the node needs (installed by `ensure_host_packages` when missing).
+HOST_PACKAGES = {
+    "containerd": "containerd",
+    "runc": "runc",
+    "iptables": "iptables",
+    "conntrack": "conntrack",
+    "mmdebstrap": "mmdebstrap",
+    "buildah": "buildah",
+    "nsenter": "util-linux",
+    "gcc": "gcc",
+    "/usr/lib/cni/bridge": "containernetworking-plugins",
+}
+
+
+def missing_packages() -> list[str]:
+    """Debian packages of HOST_PACKAGES whose command or file is missing."""
+    missing = []
+    for what, package in HOST_PACKAGES.items():
+        found = Path(what).exists() if what.startswith("/") else shutil.which(what)
+        if not found and package not in missing:
+            missing.append(package)
+    return missing
+
+
+def ensure_host_packages(log: build.Log) -> None:
+    """Install the node's Debian packages if any is missing (root only)."""
+    missing = missing_packages()
+    if not missing:
+        return
+    log(f"installing Debian packages: {' '.join(missing)} ...")
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    for argv in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", *missing]):
+        proc = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
+        if proc.returncode != 0:
+            raise StackError(f"{' '.join(argv[:2])} failed: {proc.stderr.strip()[-500:]}")
+
+
+def unavailable_reason() -> str | None:
+    """One line saying why this machine cannot run a real node, or None."""
+    if os.uname().sysname != "Linux":
+        return "the real-node tier runs on Linux only"
+    if os.geteuid() != 0:
+        return "the real-node tier needs root (containerd, the kubelet, network namespaces)"
+    if not Path("/sys/fs/cgroup").is_dir():
+        return "no cgroup filesystem at /sys/fs/cgroup"
+    if missing_packages() and shutil.which("apt-get") is None:
+        return f"missing Debian packages and no apt-get: {' '.join(missing_packages())}"
+    return build.unavailable_reason(components=(*build.COMPONENTS, *build.NODE_COMPONENTS))
+
+
+def _ip(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run(["ip", *args], capture_output=True, text=True, check=False)
+    if check and proc.returncode != 0:
+        raise StackError(f"ip {' '.join(args)} failed: {proc.stderr.strip()}")
+    return proc
+
+
+def _cgroup_hierarchies() -> list[Path]:
+    """Mount points of the cgroup hierarchies (v1 controllers and the v2 unified one)."""
+    found = []
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        fields = line.split()
+        fstype = fields[fields.index("-") + 1]
+        if fstype in ("cgroup", "cgroup2"):
+            found.append(Path(fields[4]))
+    return found
+
+
+@dataclass
+class NodeStack(Stack):
+    """A control plane with RBAC plus one real node in its own network namespace."""
+
+    slot: int = -1
+    images: dict[str, str] | None = None
+    node_token: str = ""
+    proxy_token: str = ""
+    archives: dict[str, Path] = field(default_factory=dict, repr=False)
+
+    components: ClassVar[tuple[str, ...]] = (
+        "etcd",
+        "kube-apiserver",
+        "kube-controller-manager",
+        "kube-scheduler",
+        *NODE_PROCESSES,
+        "hook",
+    )
+
+    # -- names and addresses ------------------------------------------------------------------
+
+    @property
+    def netns(self) -> str:
+        return f"mxjob{self.slot}"
+
+    @property
+    def host_link(self) -> str:
+        return f"mxjh{self.slot}"
+
+    @property
+    def node_ip(self) -> str:
+        return f"10.200.{self.slot}.2"
+
+    @property
+    def pod_subnet(self) -> str:
+        return f"10.201.{self.slot}.0/24"
+
+    @property
+    def bridge_ip(self) -> str:
+        """The pods' gateway, and where CoreDNS answers (the pods' nameserver)."""
+        return f"10.201.{self.slot}.1"
+
+    @property
+    def cgroup_root(self) -> str:
+        return f"/mxjob{self.slot}"
+
+    @property
+    def containerd_socket(self) -> Path:
+        return self.run_dir / "ctrd" / "containerd.sock"
+
+    def bin(self, name: str) -> Path:
+        if name in HOST_BINARIES:
+            found = shutil.which(HOST_BINARIES[name])
+            if found is None:
+                raise StackError(f"{name} is not installed")
+            return Path(found)
+        for component in build.NODE_COMPONENTS:
+            if name in component.mains.values():
+                return component.binary(self.cache_dir, name)
+        return super().bin(name)
+
+    def _in_node(self, argv: list[str]) -> list[str]:
+        """argv run inside the node's network namespace (and nothing else of it)."""
+        return ["nsenter", f"--net={NETNS_DIR / self.netns}", "--", *argv]
+
+    def _owns(self, name: str, pid: int) -> bool:
+        if name in NODE_PROCESSES:
+            return _pid_alive(pid) and str(self.bin(name)) in _pid_cmdline(pid)
+        return super()._owns(name, pid)
+
+    # -- state --------------------------------------------------------------------------------
+
+    def _state(self) -> dict[str, Any]:
+        return {**super()._state(), "kind": "node", "slot": self.slot, "images": self.images}
+
+    def _restore(self, state: dict[str, Any]) -> None:
+        super()._restore(state)
+        self.slot = int(state.get("slot", -1))
+        images_ = state.get("images")
+        self.images = {str(k): str(v) for k, v in images_.items()} if images_ else None
+
+    # -- build --------------------------------------------------------------------------------
+
+    def _build(self) -> None:
+        ensure_host_packages(self.log)
+        build.build_all(self.cache_dir, self.log, (*build.COMPONENTS, *build.NODE_COMPONENTS))
+        built = images.Builder(self.cache_dir, self.log).all()
+        self.images = {name: b.ref for name, b in built.items()}
+        self.archives = {name: b.archive for name, b in built.items()}
+
+    # -- start --------------------------------------------------------------------------------
+
+    def _start_components(self) -> None:
+        self._make_network()
+        hoststate.hold(str(self.run_dir))
+        self._write_node_files()
+        self._start_etcd()
+        self._start_apiserver()
+        self._start_controllers()
+        self._start_containerd()
+        self._start_kubelet()
+        self._wait_node_ready()
+
+    def _claim_slot(self) -> None:
+        """The lowest k whose namespace `mxjob<k>` is free, claimed by creating it."""
+        with locked(self.cache_dir / "netns.lock"):
+            for k in range(MAX_SLOTS):
+                if not (NETNS_DIR / f"mxjob{k}").exists():
+                    self.slot = k
+                    _ip("netns", "add", self.netns)
+                    return
+        raise StackError(f"all {MAX_SLOTS} real-node slots are taken (ip netns list)")
+
+    def _make_network(self) -> None:
+        ns = self.netns
+        _ip("link", "add", self.host_link, "type", "veth", "peer", "name", "eth0", "netns", ns)
+        _ip("addr", "add", f"{self.api_address}/24", "dev", self.host_link)
+        _ip("link", "set", self.host_link, "up")
+        _ip("-n", ns, "addr", "add", f"{self.node_ip}/24", "dev", "eth0")
+        _ip("-n", ns, "link", "set", "eth0", "up")
+        _ip("-n", ns, "link", "set", "lo", "up")
+        _ip("-n", ns, "route", "add", "default", "via", self.api_address)
+        # The pods' bridge exists before the first pod so that CoreDNS can bind its address.
+        _ip("-n", ns, "link", "add", "mxjbr0", "type", "bridge")
+        _ip("-n", ns, "addr", "add", f"{self.bridge_ip}/24", "dev", "mxjbr0")
+        _ip("-n", ns, "link", "set", "mxjbr0", "up")
+        # Per namespace: pod -> ClusterIP -> pod on the same bridge needs forwarding.
+        subprocess.run(self._in_node(["sysctl", "-q", "-w", "net.ipv4.ip_forward=1"]), check=True)
+
+    def _prepare_files(self) -> None:
+        self._claim_slot()
+        self.api_address = f"10.200.{self.slot}.1"
+        super()._prepare_files()
+        pki_dir = self.run_dir / "pki"
+        self.node_token = pki.new_token()
+        self.proxy_token = pki.new_token()
+        with (pki_dir / "tokens.csv").open("a") as tokens:
+            tokens.write(f'{self.node_token},system:node:{NODE_NAME},node,"system:nodes"\n')
+            tokens.write(f"{self.proxy_token},system:kube-proxy,kube-proxy\n")
+
+    def _kubeconfig_for(self, name: str, token: str) -> Path:
+        config = json.loads(self.kubeconfig.read_text())
+        config["users"][0]["user"]["token"] = token
+        path = self.run_dir / f"{name}.kubeconfig"
+        path.write_text(json.dumps(config, indent=2) + "\n")
+        path.chmod(0o600)
+        return path
+
+    def _write_node_files(self) -> None:
+        run = self.run_dir
+        for sub in ("ctrd", "cni/net.d", "kubelet", "pod-logs"):
+            (run / sub).mkdir(parents=True, exist_ok=True)
+        pause = (self.images or {}).get("pause", "")
+        (run / "ctrd/config.toml").write_text(CONTAINERD_CONFIG.format(run=run, pause=pause))
+        (run / "cni/net.d/10-mxjob.conflist").write_text(
+            json.dumps(
+                {
+                    "cniVersion": "0.4.0",
+                    "name": self.netns,
+                    "plugins": [
+                        {
+                            "type": "bridge",
+                            "bridge": "mxjbr0",
+                            "isGateway": True,
+                            "ipMasq": True,
+                            "hairpinMode": True,
+                            "ipam": {
+                                "type": "host-local",
+                                "ranges": [
+                                    [{"subnet": self.pod_subnet, "gateway": self.bridge_ip}]
+                                ],
+                                "routes": [{"dst": "0.0.0.0/0"}],
+                                "dataDir": str(run / "cni/ipam"),
+                            },
+                        },
+                        {"type": "portmap", "capabilities": {"portMappings": True}},
+                    ],
+                },
+                indent=2,
+            )
+        )
+        (run / "resolv.conf").write_text(f"nameserver {self.bridge_ip}\n")
+        self._kubeconfig_for("kubelet", self.node_token)
+        (run / "kubelet.yaml").write_text(
+            KUBELET_CONFIG.format(
+                run=run, node_ip=self.node_ip, dns=self.bridge_ip, cgroup_root=self.cgroup_root
+            )
+        )
+        proxy = self._kubeconfig_for("kube-proxy", self.proxy_token)
+        (run / "kube-proxy.yaml").write_text(
+            KUBE_PROXY_CONFIG.format(kubeconfig=proxy, cidr=self.pod_subnet, node=NODE_NAME)
+        )
+        (run / "Corefile").write_text(
+            COREFILE.format(bind=self.bridge_ip, kubeconfig=self.kubeconfig)
+        )
+
+    def _apiserver_args(self) -> list[str]:
+        return [
+            *super()._apiserver_args(),
+            "--authorization-mode=Node,RBAC",
+            "--enable-admission-plugins=NodeRestriction",
+            # The node's name does not resolve: reach kubelets by their InternalIP.
+            "--kubelet-preferred-address-types=InternalIP,Hostname",
+        ]
+
+    def _start_apiserver(self) -> None:
+        self._spawn("kube-apiserver", self._apiserver_args())
+        self._wait_apiserver()
+
+    def _start_controllers(self) -> None:
+        pki_dir = self.run_dir / "pki"
+        self._spawn(
+            "kube-controller-manager",
+            [
+                str(self.bin("kube-controller-manager")),
+                f"--kubeconfig={self.kubeconfig}",
+                # Every default controller: node lifecycle lifts the not-ready taint,
+                # endpointslices feed Services and DNS, root-ca-cert-publisher and the token
+                # controller give pods their service-account volumes.
+                f"--root-ca-file={pki_dir / 'apiserver.crt'}",
+                f"--service-account-private-key-file={pki_dir / 'sa.key'}",
+                "--bind-address=127.0.0.1",
+                f"--secure-port={self.ports['kube-controller-manager']}",
+                "--leader-elect=false",
+                "--profiling=false",
+                "--v=1",
+            ],
+        )
+        self._start_scheduler()
+
+    def _start_containerd(self) -> None:
+        self._spawn(
+            "containerd",
+            self._in_node(
+                [str(self.bin("containerd")), f"--config={self.run_dir}/ctrd/config.toml"]
+            ),
+        )
+        self._wait(
+            "containerd",
+            "its socket",
+            lambda: self._ctr("version", check=False).returncode == 0,
+            30,
+        )
+        for name, archive in self.archives.items():
+            started = time.monotonic()
+            self._ctr("images", "import", str(archive), timeout=600)
+            self.log(f"imported image {name} in {time.monotonic() - started:.1f}s")
+
+    def _ctr(
+        self, *args: str, check: bool = True, timeout: float = 60
+    ) -> subprocess.CompletedProcess[str]:
+        argv = [str(self.bin("ctr")), f"--address={self.containerd_socket}", "-n", "k8s.io", *args]
+        proc = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=timeout)
+        if check and proc.returncode != 0:
+            raise StackError(f"ctr {' '.join(args)} failed: {proc.stderr.strip()}")
+        return proc
+
+    def _start_kubelet(self) -> None:
+        for hierarchy in _cgroup_hierarchies():
+            root = hierarchy / self.cgroup_root.lstrip("/")
+            root.mkdir(exist_ok=True)
+            for knob in ("cpuset.cpus", "cpuset.mems"):  # a v1 cpuset child starts empty
+                if (root / knob).exists() and not (root / knob).read_text().strip():
+                    (root / knob).write_text((hierarchy / knob).read_text())
+        run = self.run_dir
+        self._spawn(
+            "kubelet",
+            self._in_node(
+                [
+                    str(self.bin("kubelet")),
+                    f"--config={run / 'kubelet.yaml'}",
+                    f"--kubeconfig={run / 'kubelet.kubeconfig'}",
+                    f"--root-dir={run / 'kubelet'}",
+                    f"--hostname-override={NODE_NAME}",
+                    f"--node-ip={self.node_ip}",
+                    "--v=1",
+                ]
+            ),
+        )
+        self._spawn(
+            "kube-proxy",
+            self._in_node([str(self.bin("kube-proxy")), f"--config={run / 'kube-proxy.yaml'}"]),
+        )
+        self._spawn(
+            "coredns",
+            self._in_node([str(self.bin("coredns")), "-conf", str(run / "Corefile")]),
+        )
+
+    def _wait_node_ready(self) -> None:
+        self._wait("kubelet", f"node {NODE_NAME} Ready", lambda: self._node_ready(NODE_NAME), 120)
+        self._wait(
+            "coredns",
+            "its ready endpoint",
+            lambda: (
+                subprocess.run(
+                    self._in_node(["python3", "-c", READY_PROBE]), check=False
+                ).returncode
+                == 0
+            ),
+            60,
+        )
+        self._wait(
+            "kube-controller-manager",
+            "serviceaccount default/default",
+            lambda: self.kubectl("get", "serviceaccount", "default", check=False).returncode == 0,
+            60,
+        )
+
+    # -- stop ---------------------------------------------------------------------------------
+
+    def stop(self, remove: bool = True, grace: float = 10.0) -> None:
+        """Stop the node, undo every host change it made, then stop the control plane."""
+        for name in ("kubelet", "kube-proxy", "coredns"):
+            self._stop_one(name, grace)
+        self._kill_containers()
+        self._stop_one("containerd", grace)
+        self._kill_shims()
+        self._unmount_all()
+        self._remove_cgroups()
+        if self.slot >= 0 and (NETNS_DIR / self.netns).exists():
+            _ip("netns", "del", self.netns, check=False)  # takes the veth pair and iptables along
+        _ip("link", "del", self.host_link, check=False)
+        if self.run_dir.is_dir():
+            hoststate.release(str(self.run_dir))
+        super().stop(remove=remove, grace=grace)
+
+    def _stop_one(self, name: str, grace: float) -> None:
+        pid = self.pids.pop(name, None)
+        if pid is None or not self._owns(name, pid):
+            return
+        self._signal(pid, signal.SIGTERM)
+        self._await_exit(name, pid, grace)
+        if _pid_alive(pid):
+            self._signal(pid, signal.SIGKILL)
+            self._await_exit(name, pid, 5)
+
+    def _kill_containers(self) -> None:
+        """Every container of this node's runc root, killed and deleted."""
+        root = self.run_dir / "runc" / "k8s.io"
+        if not root.is_dir():
+            return
+        runc = ["runc", f"--root={root}"]
+        listed = subprocess.run([*runc, "list", "-q"], capture_output=True, text=True, check=False)
+        for cid in listed.stdout.split():
+            subprocess.run([*runc, "kill", "--all", cid, "KILL"], capture_output=True, check=False)
+            subprocess.run([*runc, "delete", "--force", cid], capture_output=True, check=False)
+
+    def _kill_shims(self) -> None:
+        """containerd's shims outlive it in their own sessions; they name its socket."""
+        needle = str(self.containerd_socket)
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit() and needle in _pid_cmdline(int(entry.name)):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(int(entry.name), signal.SIGKILL)
+
+    def _unmount_all(self) -> None:
+        """Every mount under the run directory, deepest first (the kubelet bind-mounts its root
+        directory, containerd mounts overlay snapshots, pod netns and shm)."""
+        prefix = f"{self.run_dir}/"
+        for _ in range(3):
+            points = [
+                line.split()[4].replace("\\040", " ")
+                for line in Path("/proc/self/mountinfo").read_text().splitlines()
+            ]
+            mine = [p for p in points if p.startswith(prefix) or p == str(self.run_dir)]
+            if not mine:
+                return
+            for point in sorted(set(mine), key=len, reverse=True):
+                subprocess.run(["umount", "-l", point], capture_output=True, check=False)
+
+    def _remove_cgroups(self) -> None:
+        """The kubelet's cgroups under this node's root, leaves first, in every hierarchy."""
+        if self.slot < 0:
+            return
+        for hierarchy in _cgroup_hierarchies():
+            root = hierarchy / self.cgroup_root.lstrip("/")
+            if not root.is_dir():
+                continue
+            groups = sorted((p for p in root.rglob("*") if p.is_dir()), key=lambda p: -len(p.parts))
+            for group in [*groups, root]:
+                for attempt in range(20):
+                    try:
+                        group.rmdir()
+                        break
+                    except FileNotFoundError:
+                        break
+                    except OSError:
+                        self._kill_cgroup_procs(group)
+                        time.sleep(0.1 * (attempt + 1))
+
+    @staticmethod
+    def _kill_cgroup_procs(group: Path) -> None:
+        try:
+            pids = (group / "cgroup.procs").read_text().split()
+        except OSError:
+            return
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError, ValueError):
+                os.kill(int(pid), signal.SIGKILL)
+
+    # -- the project, installed as users install it ----------------------------------------
+
+    def install_in_cluster(self, repo: Path) -> None:
+        """Metacontroller's production manifests and `manifests/overlays/standard`, with the
+        locally built images; waits until the hook, the TTL controller and Metacontroller run."""
+        refs = self.images or {}
+        meta = self.run_dir / "install" / "metacontroller"
+        meta.mkdir(parents=True, exist_ok=True)
+        production = build.METACONTROLLER.home(self.cache_dir) / "manifests"
+        (meta / "kustomization.yaml").write_text(
+            kustomization(
+                meta,
+                production,
+                {"ghcr.io/metacontroller/metacontroller": refs[images.METACONTROLLER.name]},
+            )
+        )
+        self.kubectl("apply", "--server-side", "-k", str(meta), timeout=120)
+        self.kubectl(
+            "wait", "--for=condition=Established", "--timeout=60s", "crd", "--all", timeout=90
+        )
+        project = self.run_dir / "install" / "mxjob"
+        project.mkdir(parents=True, exist_ok=True)
+        (project / "kustomization.yaml").write_text(
+            kustomization(
+                project,
+                repo / "manifests" / "overlays" / "standard",
+                {"mxjob": refs[images.HOOK.name]},
+            )
+        )
+        self.kubectl("apply", "-k", str(project), timeout=120)
+        for kind, namespace, name in (
+            ("statefulset", "metacontroller", "metacontroller"),
+            ("deployment", "mxjob-system", "mxjob-hook"),
+        ):
+            self.kubectl(
+                "rollout",
+                "status",
+                "-n",
+                namespace,
+                f"{kind}/{name}",
+                "--timeout=180s",
+                timeout=200,
+            )
+        self.kubectl(
+            "wait",
+            "--for=condition=Available",
+            "--timeout=120s",
+            "-A",
+            "deployment",
+            "--all",
+            timeout=150,
+        )
+
+
+def kustomization(directory: Path, base: Path, images_: dict[str, str]) -> str:
+    """A kustomization in `directory` of `base` that only swaps images for locally built ones
+    (kustomize takes no absolute paths: the base is named relative to the directory)."""
+    entries = []
+    for name, ref in images_.items():
+        new_name, _, tag = ref.rpartition(":")
+        entries.append({"name": name, "newName": new_name, "newTag": tag})
+    return json.dumps(
+        {
+            "apiVersion": "kustomize.config.k8s.io/v1beta1",
+            "kind": "Kustomization",
+            "resources": [os.path.relpath(base, directory)],
+            "images": entries,
+        },
+        indent=2,
+    )
+
+
+def load_any(run_dir: Path, **kwargs: Any) -> Stack | None:
+    """The stack recorded in run_dir, of whichever tier started it."""
+    try:
+        kind = json.loads((run_dir / "state.json").read_text()).get("kind")
+    except (OSError, ValueError):
+        return None
+    cls: type[Stack] = NodeStack if kind == "node" else Stack
+    return cls.load(run_dir, **kwargs)
+
+
+READY_PROBE = (
+    "import urllib.request,sys;"
+    "sys.exit(urllib.request.urlopen('http://127.0.0.1:8181/ready',timeout=2).status!=200)"
+)
+
+CONTAINERD_CONFIG = """\
+version = 2
+root = "{run}/ctrd/root"
+state = "{run}/ctrd/state"
+[grpc]
+  address = "{run}/ctrd/containerd.sock"
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "{pause}"
+  # This machine's root lacks CAP_SYS_RESOURCE: runc cannot lower a sandbox's oom_score_adj.
+  restrict_oom_score_adj = true
+  # Pod network namespaces under the run directory, not the shared /var/run/netns.
+  netns_mounts_under_state_dir = true
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "overlayfs"
+    default_runtime_name = "runc"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        SystemdCgroup = false
+        Root = "{run}/runc"
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "/usr/lib/cni"
+    conf_dir = "{run}/cni/net.d"
+"""
+
+KUBELET_CONFIG = """\
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+cgroupDriver: cgroupfs
+cgroupRoot: {cgroup_root}
+failCgroupV1: false
+failSwapOn: false
+containerRuntimeEndpoint: unix://{run}/ctrd/containerd.sock
+address: {node_ip}
+readOnlyPort: 0
+healthzBindAddress: 127.0.0.1
+authentication: {{anonymous: {{enabled: true}}, webhook: {{enabled: false}}}}
+authorization: {{mode: AlwaysAllow}}
+clusterDNS: [{dns}]
+clusterDomain: cluster.local
+resolvConf: {run}/resolv.conf
+podLogsDir: {run}/pod-logs
+evictionHard: {{memory.available: 100Mi, nodefs.available: 1%, imagefs.available: 1%}}
+imageGCHighThresholdPercent: 100
+imageGCLowThresholdPercent: 99
+serializeImagePulls: false
+"""
+
+KUBE_PROXY_CONFIG = """\
+apiVersion: kubeproxy.config.k8s.io/v1alpha1
+kind: KubeProxyConfiguration
+clientConnection: {{kubeconfig: {kubeconfig}}}
+hostnameOverride: {node}
+mode: iptables
+clusterCIDR: {cidr}
+metricsBindAddress: 127.0.0.1:10249
+healthzBindAddress: 127.0.0.1:10256
+iptables: {{localhostNodePorts: false}}
+conntrack: {{maxPerCore: 0, min: 0, tcpEstablishedTimeout: 0s, tcpCloseWaitTimeout: 0s}}
+"""
+
+COREFILE = """\
+.:53 {{
+    bind {bind}
+    errors
+    ready 127.0.0.1:8181
+    kubernetes cluster.local in-addr.arpa ip6.arpa {{
+        kubeconfig {kubeconfig} mxjob-e2e
+        pods insecure
+        fallthrough in-addr.arpa ip6.arpa
+    }}
+    cache 5
+}}
+"""
