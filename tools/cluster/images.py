@@ -11,6 +11,7 @@ kubelet's default ``IfNotPresent`` never tries to pull.
 from __future__ import annotations
 
 import hashlib
+import re
 import shutil
 import subprocess
 import tempfile
@@ -104,16 +105,16 @@ class Builder:
         self.home = self.cache / "images"
         self.log = log
 
-    def _buildah(self, *args: str, log_file: Path) -> str:
+    def _storage_args(self) -> list[str]:
         storage = self.home / "buildah"
-        argv = [
-            "buildah",
+        return [
             f"--root={storage / 'root'}",
             f"--runroot={storage / 'run'}",
             "--storage-driver=vfs",
-            *args,
         ]
-        return _run(argv, log_file)
+
+    def _buildah(self, *args: str, log_file: Path) -> str:
+        return _run(["buildah", *self._storage_args(), *args], log_file)
 
     def all(self) -> dict[str, Built]:
         """Every image, building what is missing; keyed by image name."""
@@ -233,10 +234,21 @@ class Builder:
         return Built(ref, archive)
 
     def _push(self, ref: str, archive: Path, log_file: Path) -> None:
+        """Write the image's docker-archive, then drop older builds of the same image."""
         partial = archive.with_suffix(".partial")
         partial.unlink(missing_ok=True)
         self._buildah("push", ref, f"docker-archive:{partial}:{ref}", log_file=log_file)
         partial.replace(archive)
+        name = ref.rsplit("/", 1)[1].split(":", 1)[0]
+        for old in self.home.glob(f"{name}-*.tar"):
+            if old != archive and re.fullmatch(rf"{re.escape(name)}-[0-9a-f]{{12}}\.tar", old.name):
+                old.unlink()
+                stale = f"localhost/{name}:{old.stem.rsplit('-', 1)[1]}"
+                subprocess.run(
+                    ["buildah", *self._storage_args(), "rmi", stale],
+                    capture_output=True,
+                    check=False,
+                )
 
 
 def _run(argv: list[str], log_file: Path) -> str:

@@ -48,7 +48,7 @@ def main() -> int:
     stored = mx.nd.zeros(DIM + 1)
     kv.pull(0, out=stored)
     value = stored.asnumpy()
-    done = int(round(value[-1] / workers))
+    done = round(value[-1] / workers)
     print(f"worker {rank}/{workers} ({kv.type}) starts at round {done} of {rounds}", flush=True)
     for step in range(done, rounds):
         w = value[:DIM]
