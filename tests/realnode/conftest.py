@@ -34,6 +34,9 @@ def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
         if os.environ.get("E2E") == "required":
             pytest.fail(f"real-node tier required but unavailable: {reason}")
         pytest.skip(f"real-node tier skipped: {reason}")
+    from tools.cluster import hoststate  # noqa: PLC0415
+
+    sysctls = hoststate.read_sysctls()
     stack = NodeStack(
         run_dir=tmp_path_factory.mktemp("node"), log=lambda line: print(line, flush=True)
     )
@@ -51,6 +54,11 @@ def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
         yield stack
     finally:
         stack.stop(remove=True)
+    # Left as found: the namespace (with its iptables and bridge) gone, the kubelet's sysctls
+    # back unless another stack (a playground) still holds them.
+    assert not Path(f"/run/netns/{stack.netns}").exists()
+    if not hoststate.holders():
+        assert hoststate.read_sysctls() == sysctls
 
 
 class Node(Cluster):

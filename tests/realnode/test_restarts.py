@@ -41,7 +41,9 @@ def test_killed_worker_is_replaced_and_every_worker_finishes(cluster: Node) -> N
         assert "finished 30 rounds" in cluster.logs(pod), cluster.logs(pod)
     status = cluster.status("phoenix")
     assert status["replicaStatuses"]["Worker"]["restarts"] == 1
-    print(f"\nworker SIGKILL: replacement joined after {rejoined:.1f}s, Succeeded after {done:.1f}s")
+    print(
+        f"\nworker SIGKILL: replacement joined after {rejoined:.1f}s, Succeeded after {done:.1f}s"
+    )
     cluster.delete("mxjob", "phoenix")
 
 

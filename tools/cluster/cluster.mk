@@ -14,11 +14,16 @@ CLUSTER_UP_FLAGS ?=
 cluster-build:
 	$(CLUSTER) build
 
-## up: start the local control plane (idempotent); prints `export KUBECONFIG=...`
+# TIER=kwok (default): control plane + KWOK, hook from the repository on 127.0.0.1:8080.
+# TIER=node: a real node; Metacontroller and the hook run in the cluster from local images.
+TIER ?= kwok
+export TIER
+
+## up: start the local cluster (TIER=kwok|node; idempotent); prints `export KUBECONFIG=...`
 up: cluster-build
 	$(CLUSTER) up $(CLUSTER_UP_FLAGS)
 
-## down: stop the local control plane and delete its state
+## down: stop the local cluster of TIER and undo what it changed on the host
 down:
 	$(CLUSTER) down
 

@@ -89,5 +89,11 @@ def release(holder: str, state_dir: Path = STATE_DIR) -> dict[str, str]:
         return restored
 
 
+def holders(state_dir: Path = STATE_DIR) -> list[str]:
+    """The stacks that hold the saved values now."""
+    data = _load(state_dir / "sysctls.json")
+    return [h for h in _list(data.get("holders")) if Path(h).is_dir()]
+
+
 def _list(value: object) -> list[str]:
     return [str(v) for v in value] if isinstance(value, list) else []
