@@ -70,10 +70,8 @@ class Node(Cluster):
     def logs(self, pod: str) -> str:
         return str(self.kubectl("logs", "-n", NAMESPACE, pod, check=False).stdout)
 
-    def wait_log(self, pod: str, text: str, timeout: float = 90) -> str:
-        return wait_for(
-            f"{text!r} in the log of {pod}", lambda: text in self.logs(pod) and text, timeout
-        )
+    def wait_log(self, pod: str, text: str, timeout: float = 90) -> None:
+        wait_for(f"{text!r} in the log of {pod}", lambda: text in self.logs(pod), timeout)
 
     def kill(self, pod: str, sig: signal.Signals = signal.SIGKILL) -> None:
         """Signal the mxnet container's main process from the host, as the OOM killer would."""

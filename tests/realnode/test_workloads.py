@@ -23,7 +23,7 @@ def dist_job(cluster: Node, name: str, **spec: Any) -> dict[str, Any]:
 
 def test_dist_sync_training_succeeds(cluster: Node) -> None:
     cluster.apply(dist_job(cluster, "train"))
-    ctype, reason, _ = cluster.wait_condition("train", "Succeeded", timeout=180)
+    _, reason, _ = cluster.wait_condition("train", "Succeeded", timeout=180)
     assert reason == "MXJobSucceeded"
     status = cluster.status("train")
     assert status["completionTime"] >= status["startTime"]
