@@ -93,6 +93,15 @@ def cluster(node: Any) -> Node:
     return Node(node)
 
 
+@pytest.fixture(autouse=True)
+def _no_jobs_left(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Every MXJob a test made is deleted after it, passed or failed, so tests stay apart."""
+    yield
+    if "cluster" in request.fixturenames:
+        node = request.getfixturevalue("node")
+        node.kubectl("delete", "mxjob", "--all", "-n", NAMESPACE, "--wait=false", check=False)
+
+
 def replica(
     image: str,
     replicas: int = 1,

@@ -116,10 +116,10 @@ def test_ttl_controller_deletes_a_finished_job(cluster: Node) -> None:
     job = mxjob(
         "short-lived",
         {"Worker": replica(image, env={"KVSTORE": "local", "ROUNDS": "3"})},
-        runPolicy={"ttlSecondsAfterFinished": 0},
+        runPolicy={"ttlSecondsAfterFinished": 10},
     )
     cluster.apply(job)
-    cluster.wait_condition("short-lived", "Succeeded", timeout=120)
+    cluster.wait_condition("short-lived", "Succeeded", timeout=180)
     # The TTL component runs as its own Deployment with its own ServiceAccount (RBAC enforced).
     wait_for(
         "the TTL controller to delete the job", lambda: not cluster.get("mxjob", "short-lived"), 90

@@ -31,7 +31,7 @@ def main() -> int:
     servers = len(config["cluster"]["tunerserver"])
     session = connect(tracker["url"], int(tracker["port"]), key, servers)
     data = np.arange(12, dtype="float32").reshape(3, 4)
-    remote = tvm.nd.array(data, device=session.cpu(0)).numpy()
+    remote = tvm.runtime.tensor(data, device=session.cpu(0)).numpy()
     session.upload(b"mxjob", "probe.txt")
     echoed = session.download("probe.txt")
     print(f"tuner: {servers} servers under key {key!r}; array back: {remote.tolist()}", flush=True)
