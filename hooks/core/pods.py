@@ -3,7 +3,7 @@
 from typing import Any
 
 from hooks.core.api import ANNOTATION_RESTARTS
-from hooks.core.env import container_env, injected_env
+from hooks.core.env import container_env, default_env, injected_env
 from hooks.core.gang import (
     PLUGINS_GROUP_LABEL,
     VOLCANO_GROUP_ANNOTATION,
@@ -27,11 +27,12 @@ def desired_pod(job: Job, slot: Slot, attempt: int, restarts_before: int) -> dic
     # Only what differs per pod is copied; the rest of the template is shared, read-only,
     # between the pods of one response (a deep copy per pod was 60% of a large job's sync).
     injected = injected_env(job.name, job.spec, slot)
+    defaults = default_env(job.spec)
     spec = {
         **template["spec"],
         "restartPolicy": replica.restart_policy.pod_policy,
         "containers": [
-            {**container, "env": container_env(injected, container.get("env", []))}
+            {**container, "env": container_env(injected, defaults, container.get("env", []))}
             for container in template["spec"]["containers"]
         ],
     }
