@@ -125,6 +125,24 @@ def dist_succeeded_cleanup_running() -> tuple[dict[str, Any], datetime]:
     return request(mxjob(status=response.status), children), NOW
 
 
+@case
+def all_workers_succeeded() -> tuple[dict[str, Any], datetime]:
+    """successPolicy AllWorkers: every Worker exited 0, Scheduler and Servers still run:
+    Succeeded (the BytePS Scheduler may never exit); cleanup follows once the status shows it."""
+    job = mxjob(successPolicy="AllWorkers")
+    children = all_pods(first_cluster(job), running)
+    job = mxjob(successPolicy="AllWorkers", status=status_after(job, children))
+    done = lambda pod: terminated(pod, 0, minutes=30)  # noqa: E731
+    children = with_states(children, mnist_worker_0=done, mnist_worker_1=done, mnist_worker_2=done)
+    return request(job, children), NOW
+
+
+@case
+def invalid_success_policy() -> tuple[dict[str, Any], datetime]:
+    """An unknown successPolicy is an invalid spec naming the field, not silently ignored."""
+    return request(mxjob(successPolicy="AllServers")), NOW
+
+
 def _exitcode_running() -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """A running 1/2/3 job whose Workers have restartPolicy ExitCode, status written."""
     replicas = {"Scheduler": replica(1), "Server": replica(2), "Worker": replica(3, "ExitCode")}

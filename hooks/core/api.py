@@ -61,6 +61,13 @@ class RestartPolicy(StrEnum):
         return "Never" if self is RestartPolicy.EXIT_CODE else self.value
 
 
+class SuccessPolicy(StrEnum):
+    """When an MXTrain job with a Scheduler has succeeded (SPEC §4, kubeflow/mxnet-operator)."""
+
+    DEFAULT = ""  # the Scheduler and every Worker succeeded
+    ALL_WORKERS = "AllWorkers"  # every Worker succeeded (BytePS: its Scheduler may keep running)
+
+
 class CleanPodPolicy(StrEnum):
     """Which pods are removed once the job has finished (SPEC §6)."""
 

@@ -7,7 +7,7 @@ the deadline compares with `now`, and its moment is `startTime + activeDeadlineS
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from hooks.core.api import ConditionType, JobMode, Reason, ReplicaType
+from hooks.core.api import ConditionType, JobMode, Reason, ReplicaType, SuccessPolicy
 from hooks.core.job import Job
 from hooks.core.naming import Slot
 from hooks.core.observed import SUCCEEDED, ObservedPod
@@ -38,7 +38,7 @@ def replica_words(slot: Slot, pod: ObservedPod | None = None) -> str:
 def decide(job: Job, plans: list[SlotPlan], start: datetime | None, now: datetime) -> Outcome:
     """The outcome of an active, valid, unsuspended job from its slot plans."""
     name = job.name
-    deciding = _deciding_slots(job)
+    deciding = deciding_types(job)
     done = [p.current for p in plans if p.slot.rtype in deciding]
     if done and all(pod is not None and pod.phase == SUCCEEDED for pod in done):
         moment = latest(*(pod.finished or pod.last_event for pod in done if pod is not None))
@@ -101,11 +101,14 @@ def decide(job: Job, plans: list[SlotPlan], start: datetime | None, now: datetim
     return Outcome(ConditionType.CREATED, Reason.CREATED, f"MXJob {name} is created.", job.created)
 
 
-def _deciding_slots(job: Job) -> tuple[ReplicaType, ...]:
-    """Replica types whose success is the job's success."""
+def deciding_types(job: Job) -> tuple[ReplicaType, ...]:
+    """Replica types whose success is the job's success (SPEC §4)."""
     if job.spec.mode is JobMode.TUNE:
         return (ReplicaType.TUNER,)
-    if ReplicaType.SCHEDULER in job.spec.replicas:
+    if (
+        ReplicaType.SCHEDULER in job.spec.replicas
+        and job.spec.success_policy is SuccessPolicy.DEFAULT
+    ):
         return (ReplicaType.SCHEDULER, ReplicaType.WORKER)
     return (ReplicaType.WORKER,)
 
