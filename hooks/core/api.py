@@ -112,3 +112,5 @@ LABEL_OPERATOR = LABEL_PREFIX + "operator-name"
 LABEL_JOB_ROLE = LABEL_PREFIX + "job-role"
 #: Restarts this replica slot had before the attempt carrying the annotation (SPEC §5).
 ANNOTATION_RESTARTS = "mxjob.kubeflow.org/restarts-before"
+#: The run a pod belongs to: 0 at first, one more after each whole-job restart (SPEC §5).
+ANNOTATION_RUN = "mxjob.kubeflow.org/run"

@@ -9,9 +9,10 @@ from datetime import datetime, timedelta
 
 from hooks.core.api import ConditionType, JobMode, Reason, ReplicaType, SuccessPolicy
 from hooks.core.job import Job
-from hooks.core.naming import Slot
-from hooks.core.observed import SUCCEEDED, ObservedPod
-from hooks.core.restarts import SlotPlan, describe_exit
+from hooks.core.naming import MAX_ATTEMPT
+from hooks.core.observed import SUCCEEDED
+from hooks.core.restarts import SlotPlan, describe_exit, replica_words
+from hooks.core.runs import RunRecord
 from hooks.core.timestamps import format_time, latest
 
 
@@ -29,14 +30,16 @@ class Outcome:
         return self.ctype in (ConditionType.SUCCEEDED, ConditionType.FAILED)
 
 
-def replica_words(slot: Slot, pod: ObservedPod | None = None) -> str:
-    """`Worker replica 2 (pod x-worker-2-r1)`: names a replica the way users look it up."""
-    where = f" (pod {pod.name})" if pod else ""
-    return f"{slot.rtype.value} replica {slot.index}{where}"
-
-
-def decide(job: Job, plans: list[SlotPlan], start: datetime | None, now: datetime) -> Outcome:
-    """The outcome of an active, valid, unsuspended job from its slot plans."""
+def decide(
+    job: Job,
+    plans: list[SlotPlan],
+    start: datetime | None,
+    now: datetime,
+    restart: RunRecord | None = None,
+    recorded: bool = True,
+) -> Outcome:
+    """The outcome of an active, valid, unsuspended job from its slot plans and the whole-job
+    restart under way, if any (`recorded`: its run record is already observed)."""
     name = job.name
     deciding = deciding_types(job)
     done = [p.current for p in plans if p.slot.rtype in deciding]
@@ -79,6 +82,17 @@ def decide(job: Job, plans: list[SlotPlan], start: datetime | None, now: datetim
             f"({seconds}s) since {format_time(start) if start else 'its start'}.",
             deadline,
         )
+    if restart is not None and restart.attempt > MAX_ATTEMPT:
+        return Outcome(
+            ConditionType.FAILED,
+            Reason.FAILED,
+            f"MXJob {name} has failed: no attempt names are left for a whole-job restart "
+            f"({restart.cause})",
+            restart.moment,
+        )
+    if restart is not None:
+        message = restart.message if recorded else restart.recording
+        return Outcome(ConditionType.RESTARTING, Reason.RESTARTING, message, restart.moment)
     restarting = [p for p in plans if p.restarting and p.current is not None]
     if restarting:
         first = restarting[0]
