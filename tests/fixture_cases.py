@@ -565,17 +565,27 @@ def whole_job_old_pods_terminating() -> tuple[dict[str, Any], datetime]:
 
 @case
 def whole_job_stale_parent_pods_gone() -> tuple[dict[str, Any], datetime]:
-    """Run 0 is gone and the parent status is stale (Running, no restart): the record alone
-    says run 1, attempt 1 and one restart; run 1 is created, not run 0 again."""
+    """Run 0 is gone and the parent status is stale (Running, no restart): the record alone says
+    run 1 and one restart; nothing of run 0 comes back, and run 1 waits for the parent status."""
     job, children = _recorded(stale=True)
     children = [c for c in children if c["kind"] != "Pod"]
     return request(job, children), NOW
 
 
 @case
+def whole_job_creates_next_run() -> tuple[dict[str, Any], datetime]:
+    """Run 0 is gone and the parent status shows it: every replica of run 1 is created, names
+    `-r1`, annotations run 1 and restarts-before (Server 1), Services unchanged."""
+    body, now = whole_job_stale_parent_pods_gone()
+    children = [c for group in body["children"].values() for c in group.values()]
+    job = mxjob(replicas=WHOLE, status=status_after(body["parent"], children))
+    return request(job, children), now
+
+
+@case
 def whole_job_next_run_running() -> tuple[dict[str, Any], datetime]:
     """Run 1 runs: Running again, Server restarts 1, the record kept, no run-0 pod."""
-    body, now = whole_job_stale_parent_pods_gone()
+    body, now = whole_job_creates_next_run()
     response = run(body, now)
     children = [c for c in cluster_after(response, minutes=25)]
     children = all_pods(children, lambda p: running(p, minutes=26))
@@ -617,7 +627,7 @@ def whole_job_backoff_exceeded() -> tuple[dict[str, Any], datetime]:
     record = [
         c for c in cluster_after(decided, minutes=21) if "-mxjob-run-" in c["metadata"]["name"]
     ]
-    job = mxjob(replicas=WHOLE, run_policy=policy, status=decided.status)
+    job = mxjob(replicas=WHOLE, run_policy=policy, status=status_after(job, record))
     created_run = run(request(job, record))
     run1 = all_pods(cluster_after(created_run, minutes=25), lambda p: running(p, minutes=26))
     run1 = with_states(run1, mnist_server_0_r1=lambda p: terminated(p, 137, minutes=40))

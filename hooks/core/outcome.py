@@ -12,7 +12,7 @@ from hooks.core.job import Job
 from hooks.core.naming import MAX_ATTEMPT
 from hooks.core.observed import SUCCEEDED
 from hooks.core.restarts import SlotPlan, describe_exit, replica_words
-from hooks.core.runs import RunRecord
+from hooks.core.runs import RunRecord, Step
 from hooks.core.timestamps import format_time, latest
 
 
@@ -36,10 +36,10 @@ def decide(
     start: datetime | None,
     now: datetime,
     restart: RunRecord | None = None,
-    recorded: bool = True,
+    step: Step = Step.CREATING,
 ) -> Outcome:
     """The outcome of an active, valid, unsuspended job from its slot plans and the whole-job
-    restart under way, if any (`recorded`: its run record is already observed)."""
+    restart under way, if any, at its step."""
     name = job.name
     deciding = deciding_types(job)
     done = [p.current for p in plans if p.slot.rtype in deciding]
@@ -91,7 +91,7 @@ def decide(
             restart.moment,
         )
     if restart is not None:
-        message = restart.message if recorded else restart.recording
+        message = restart.message(step)
         return Outcome(ConditionType.RESTARTING, Reason.RESTARTING, message, restart.moment)
     restarting = [p for p in plans if p.restarting and p.current is not None]
     if restarting:

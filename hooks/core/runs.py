@@ -1,10 +1,11 @@
 """Whole-job restarts (SPEC §5): ps-lite cannot replace a Scheduler or a Server alone (nor
 AutoTVM a TunerTracker or a Tuner), so their retryable failure restarts every replica.
 
-A restart moves through three steps, each taken only once the previous one is observed:
+A restart moves through three steps, each taken only once the previous one is observed in the
+children and in the parent status (the stale-cache rule of SPEC §6), so every response is a
+fixpoint of the children it lists:
 1. a run record, the ConfigMap `<job>-mxjob-run-<N>`, is created; the pods of the run stay;
-2. once the record is observed and the parent status shows the restart, every pod of the older
-   run is deleted (the stale-cache rule of SPEC §6 for a destructive step);
+2. once the record is observed, every pod of the older run is deleted;
 3. once no pod of an older run is observed, every replica is created for run N, with new
    attempt names and the annotations `run` and `restarts-before`.
 The run number comes from observed children only: the newest record's name and the pods' `run`
@@ -16,10 +17,11 @@ at all still knows the run and the restart count, whatever the parent status say
 import json
 from dataclasses import dataclass, replace
 from datetime import datetime
+from enum import Enum
 from typing import Any
 
 from hooks.core import conditions as cond
-from hooks.core.api import ConditionType, ReplicaType, RestartPolicy
+from hooks.core.api import ConditionType, JobMode, ReplicaType, RestartPolicy
 from hooks.core.fields import dig, dig_dict
 from hooks.core.job import Job
 from hooks.core.labels import job_labels
@@ -39,6 +41,15 @@ WHOLE_JOB_TYPES = frozenset(
     {ReplicaType.SCHEDULER, ReplicaType.SERVER, ReplicaType.TUNER_TRACKER, ReplicaType.TUNER}
 )
 _IN_PLACE = (RestartPolicy.ALWAYS, RestartPolicy.ON_FAILURE)
+_WHO = {JobMode.TRAIN: "ps-lite", JobMode.TUNE: "AutoTVM's RPC tracker"}
+
+
+class Step(Enum):
+    """The steps of a whole-job restart, as the status message tells them."""
+
+    RECORDING = "run {run} is recorded first, then every pod is deleted"
+    DELETING = "every pod of run {old} is deleted, then run {run} starts with new pods"
+    CREATING = "run {run} starts with new pods"
 
 
 @dataclass(frozen=True)
@@ -51,24 +62,14 @@ class RunRecord:
     cause: str
     moment: datetime | None
 
-    @property
-    def message(self) -> str:
-        """The Restarting message once the record is observed: the old run may go."""
-        return f"{self.cause}; every pod is deleted, then run {self.run} starts with new pods."
-
-    @property
-    def recording(self) -> str:
-        """The Restarting message while the record is not yet observed: nothing is deleted."""
-        return f"{self.cause}; run {self.run} is recorded first, then every pod is deleted."
-
     def start(self, slot: Slot) -> RunStart:
         """Where this run begins for one slot."""
         return RunStart(self.run, self.attempt, self.restarts_before.get(slot, 0))
 
-    @property
-    def total(self) -> int:
-        """Restarts of the whole job before this run."""
-        return sum(self.restarts_before.values())
+    def message(self, step: Step) -> str:
+        """The Restarting message of one step; each is written only once its step is reached,
+        so the parent status showing it proves the step was observed (SPEC §6)."""
+        return f"{self.cause}; {step.value.format(run=self.run, old=self.run - 1)}."
 
 
 def _slot_key(slot: Slot) -> str:
@@ -180,7 +181,7 @@ def decide_restart(job: Job, run: int, plans: list[SlotPlan]) -> RunRecord | Non
         pod = plan.current
         cause = (
             f"MXJob {job.name} is restarting the whole job: {replica_words(plan.slot, pod)} "
-            f"{words}, and ps-lite cannot replace a {plan.slot.rtype.value} alone"
+            f"{words}, and {_WHO[job.spec.mode]} cannot replace a {plan.slot.rtype.value} alone"
         )
         return RunRecord(
             run + 1,
@@ -208,19 +209,25 @@ def in_progress(record: RunRecord | None, run: int, plans: list[SlotPlan], old: 
     return old or all(p.current is None or p.current.phase == PENDING for p in plans)
 
 
+def parent_shows(previous: dict[str, Any], message: str) -> bool:
+    """Whether the parent status shows Restarting=True with exactly this message."""
+    found = cond.find(cond.clean(previous.get("conditions")), ConditionType.RESTARTING)
+    return found is not None and found.get("status") == "True" and found.get("message") == message
+
+
 def may_delete_old_run(
     previous: dict[str, Any], record: RunRecord | None, plans: list[SlotPlan]
 ) -> bool:
     """Older pods may go once the new run is observed, or once the parent status shows the
-    message written only after the record was observed (SPEC §6: a destructive step waits
-    until its decision is visible in the parent status, here and in the children)."""
+    deleting step, written only after the record was observed."""
     if any(p.current is not None for p in plans):
         return True
-    if record is None:
+    return record is not None and parent_shows(previous, record.message(Step.DELETING))
+
+
+def may_create_run(previous: dict[str, Any], restart: RunRecord | None, old: bool) -> bool:
+    """New pods of a restarted run only once no older pod is observed and the parent status
+    shows the creating step, written only after that was observed."""
+    if old:
         return False
-    found = cond.find(cond.clean(previous.get("conditions")), ConditionType.RESTARTING)
-    return (
-        found is not None
-        and found.get("status") == "True"
-        and (found.get("message") == record.message)
-    )
+    return restart is None or parent_shows(previous, restart.message(Step.CREATING))

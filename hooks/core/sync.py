@@ -90,13 +90,15 @@ def sync(request: SyncRequest, now: datetime) -> SyncResponse:
         plans = runs.held(plans, fresh)
     restart = fresh or (run_record if runs.in_progress(run_record, run, plans, bool(old)) else None)
     start = status.start_time(previous, pods)
-    outcome = decide(job, plans, start, now, restart, recorded=fresh is None)
+    step = runs.Step.RECORDING if fresh else runs.Step.DELETING if old else runs.Step.CREATING
+    outcome = decide(job, plans, start, now, restart, step)
     new_status = status.active_status(job, previous, plans, outcome, start)
     if outcome.finished:
         # Record the decision; nothing is deleted until the parent status shows it (SPEC §6).
         kept = [c for c in children.keep_all(request) if not _is_result(job, c)]
         return SyncResponse(new_status, [*kept, desired_result(job, new_status)])
-    listed = _active_children(job, request, plans, creating=not old)
+    creating = runs.may_create_run(previous, restart, bool(old))
+    listed = _active_children(job, request, plans, creating)
     if fresh is not None:
         listed.append(runs.record_config_map(job, fresh))
     elif record_child is not None:
@@ -156,8 +158,8 @@ def _pod_as_listed(job: Job, pod: ObservedPod) -> dict[str, Any]:
 def _active_children(
     job: Job, request: SyncRequest, plans: list[SlotPlan], creating: bool
 ) -> list[dict[str, Any]]:
-    """Pods kept or created per slot (none created while an older run's pods are observed),
-    a Service per slot, the ConfigMap, the PodGroup."""
+    """Pods kept or created per slot (created only when `creating`), a Service per slot, the
+    ConfigMap, the PodGroup."""
     result: list[dict[str, Any]] = [desired_config(job)]
     observed_group = None
     if job.gang is not None:
