@@ -187,6 +187,20 @@ def terminated(
     return obj
 
 
+def disrupted(pod: dict[str, Any], reason: str = "PreemptionByScheduler") -> dict[str, Any]:
+    """A pod the cluster takes away: condition DisruptionTarget, as preemption or a drain set."""
+    obj = copy.deepcopy(pod)
+    obj.setdefault("status", {}).setdefault("conditions", []).append(
+        {
+            "type": "DisruptionTarget",
+            "status": "True",
+            "reason": reason,
+            "message": f"{reason}: the pod is taken away by the cluster",
+        }
+    )
+    return obj
+
+
 def terminating(child: dict[str, Any], minutes: float = 20) -> dict[str, Any]:
     obj = copy.deepcopy(child)
     obj["metadata"]["deletionTimestamp"] = at(minutes)

@@ -18,6 +18,7 @@ from tests.builders import (
     NOW,
     at,
     cluster_after,
+    disrupted,
     mxjob,
     pods_by_name,
     replica,
@@ -123,6 +124,24 @@ def dist_succeeded_cleanup_running() -> tuple[dict[str, Any], datetime]:
     response = run(request(job, children))
     children = children + cluster_after(response)[-1:]
     return request(mxjob(status=response.status), children), NOW
+
+
+@case
+def all_workers_succeeded() -> tuple[dict[str, Any], datetime]:
+    """successPolicy AllWorkers: every Worker exited 0, Scheduler and Servers still run:
+    Succeeded (the BytePS Scheduler may never exit); cleanup follows once the status shows it."""
+    job = mxjob(successPolicy="AllWorkers")
+    children = all_pods(first_cluster(job), running)
+    job = mxjob(successPolicy="AllWorkers", status=status_after(job, children))
+    done = lambda pod: terminated(pod, 0, minutes=30)  # noqa: E731
+    children = with_states(children, mnist_worker_0=done, mnist_worker_1=done, mnist_worker_2=done)
+    return request(job, children), NOW
+
+
+@case
+def invalid_success_policy() -> tuple[dict[str, Any], datetime]:
+    """An unknown successPolicy is an invalid spec naming the field, not silently ignored."""
+    return request(mxjob(successPolicy="AllServers")), NOW
 
 
 def _exitcode_running() -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -287,7 +306,10 @@ def invalid_server_without_scheduler() -> tuple[dict[str, Any], datetime]:
 
 @case
 def invalid_name_too_long() -> tuple[dict[str, Any], datetime]:
-    return request(mxjob(name="a-very-long-training-job-name-for-the-imagenet-run")), NOW
+    """ExitCode can replace a Worker: `-r<attempt>` is reserved, 50 characters are too many."""
+    replicas = {"Scheduler": replica(1), "Server": replica(2), "Worker": replica(3, "ExitCode")}
+    name = "a-very-long-training-job-name-for-the-imagenet-run"
+    return request(mxjob(name=name, replicas=replicas)), NOW
 
 
 @case
@@ -468,6 +490,149 @@ def inline_run_policy_layout() -> tuple[dict[str, Any], datetime]:
     children = all_pods(first_cluster(job), running)
     children = with_states(children, mnist_worker_0=lambda p: terminated(p, 137, minutes=3))
     return request(job, children), NOW
+
+
+# --- SPEC §5: whole-job restarts -----------------------------------------------------------
+
+WHOLE = {
+    "Scheduler": replica(1, "ExitCode"),
+    "Server": replica(1, "ExitCode"),
+    "Worker": replica(2, "ExitCode"),
+}
+
+
+def _whole_running(
+    replicas: dict[str, Any] | None = None, run_policy: dict[str, Any] | None = None
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """A running 1/1/2 job, status written, every replica restartable."""
+    replicas = replicas or WHOLE
+    job = mxjob(replicas=replicas, run_policy=run_policy)
+    children = all_pods(first_cluster(job), running)
+    return mxjob(replicas=replicas, run_policy=run_policy, status=status_after(job, children)), (
+        children
+    )
+
+
+def _killed_server() -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    job, children = _whole_running()
+    return job, with_states(children, mnist_server_0=lambda p: terminated(p, 137, minutes=20))
+
+
+@case
+def whole_job_server_killed_137() -> tuple[dict[str, Any], datetime]:
+    """A Server killed (137) under ExitCode: ps-lite cannot replace it alone. The run record
+    `mnist-mxjob-run-1` is created, every pod still listed, Restarting names the whole job."""
+    job, children = _killed_server()
+    return request(job, children), NOW
+
+
+def _recorded(stale: bool) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The record of the Server's restart is observed; the parent status shows the decision,
+    or (stale) still the Running status from before it."""
+    job, children = _killed_server()
+    decided = run(request(job, children))
+    record = [
+        c for c in cluster_after(decided, minutes=21) if "-mxjob-run-" in c["metadata"]["name"]
+    ]
+    if not stale:  # the status written by the sync that observed the record
+        job = mxjob(replicas=WHOLE, status=status_after(job, children + record))
+    return job, children + record
+
+
+@case
+def whole_job_waits_for_parent_status() -> tuple[dict[str, Any], datetime]:
+    """Record observed, parent status still stale (Running): nothing is deleted yet."""
+    job, children = _recorded(stale=True)
+    return request(job, children), NOW
+
+
+@case
+def whole_job_deletes_the_run() -> tuple[dict[str, Any], datetime]:
+    """Record observed and the parent status shows the restart: every pod of run 0 goes
+    (running ones too); no new pod while any of them is observed."""
+    job, children = _recorded(stale=False)
+    return request(job, children), NOW
+
+
+@case
+def whole_job_old_pods_terminating() -> tuple[dict[str, Any], datetime]:
+    """Run 0's pods still terminate (deletionTimestamp): still no pod of run 1."""
+    job, children = _recorded(stale=False)
+    children = [terminating(c, minutes=22) if c["kind"] == "Pod" else c for c in children]
+    children = [c for c in children if c["metadata"]["name"] != "mnist-server-0"]
+    return request(job, children), NOW
+
+
+@case
+def whole_job_stale_parent_pods_gone() -> tuple[dict[str, Any], datetime]:
+    """Run 0 is gone and the parent status is stale (Running, no restart): the record alone says
+    run 1 and one restart; nothing of run 0 comes back, and run 1 waits for the parent status."""
+    job, children = _recorded(stale=True)
+    children = [c for c in children if c["kind"] != "Pod"]
+    return request(job, children), NOW
+
+
+@case
+def whole_job_creates_next_run() -> tuple[dict[str, Any], datetime]:
+    """Run 0 is gone and the parent status shows it: every replica of run 1 is created, names
+    `-r1`, annotations run 1 and restarts-before (Server 1), Services unchanged."""
+    body, now = whole_job_stale_parent_pods_gone()
+    children = [c for group in body["children"].values() for c in group.values()]
+    job = mxjob(replicas=WHOLE, status=status_after(body["parent"], children))
+    return request(job, children), now
+
+
+@case
+def whole_job_next_run_running() -> tuple[dict[str, Any], datetime]:
+    """Run 1 runs: Running again, Server restarts 1, the record kept, no run-0 pod."""
+    body, now = whole_job_creates_next_run()
+    response = run(body, now)
+    children = [c for c in cluster_after(response, minutes=25)]
+    children = all_pods(children, lambda p: running(p, minutes=26))
+    parent = copy.deepcopy(body["parent"])
+    parent["status"] = response.status
+    return request(parent, children), now
+
+
+@case
+def whole_job_scheduler_restarted_in_place() -> tuple[dict[str, Any], datetime]:
+    """Scheduler under OnFailure restarted in place by the kubelet (restartCount 1): the whole
+    job restarts; the in-place restart is the one restart counted."""
+    replicas = {**WHOLE, "Scheduler": replica(1, "OnFailure")}
+    job, children = _whole_running(replicas)
+    children = with_states(children, mnist_scheduler_0=lambda p: running(p, minutes=15, restarts=1))
+    return request(job, children), NOW
+
+
+@case
+def whole_job_evicted_server() -> tuple[dict[str, Any], datetime]:
+    """A Server preempted (DisruptionTarget, failed without exit code): whole job restarts,
+    and the disruption is not counted toward backoffLimit."""
+    job, children = _whole_running(run_policy={"backoffLimit": 0})
+    children = with_states(
+        children,
+        mnist_server_0=lambda p: disrupted(terminated(p, None, minutes=20, reason="Preempted")),
+    )
+    return request(job, children), NOW
+
+
+@case
+def whole_job_backoff_exceeded() -> tuple[dict[str, Any], datetime]:
+    """backoffLimit 1: run 1 already counts one restart; its Server killed again is the second:
+    BackoffLimitExceeded, no run 2."""
+    policy = {"backoffLimit": 1}
+    job, children = _whole_running(run_policy=policy)
+    children = with_states(children, mnist_server_0=lambda p: terminated(p, 137, minutes=20))
+    decided = run(request(job, children))
+    record = [
+        c for c in cluster_after(decided, minutes=21) if "-mxjob-run-" in c["metadata"]["name"]
+    ]
+    job = mxjob(replicas=WHOLE, run_policy=policy, status=status_after(job, record))
+    created_run = run(request(job, record))
+    run1 = all_pods(cluster_after(created_run, minutes=25), lambda p: running(p, minutes=26))
+    run1 = with_states(run1, mnist_server_0_r1=lambda p: terminated(p, 137, minutes=40))
+    job = mxjob(replicas=WHOLE, run_policy=policy, status=created_run.status)
+    return request(job, run1), NOW
 
 
 def _gang_controller(api_version: str) -> dict[str, Any]:

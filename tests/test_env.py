@@ -3,6 +3,7 @@
 import json
 from typing import Any
 
+from hooks.core.env import HEARTBEAT_INTERVAL, HEARTBEAT_TIMEOUT
 from tests.builders import mxjob, replica, request, run
 from tests.kubelet_env import expand, resolve
 
@@ -52,6 +53,8 @@ def test_seed_job_environment_matches_spec_exactly() -> None:
             "DMLC_ROLE": role,
             "DMLC_USE_KUBERNETES": "1",
             **extra,
+            "PS_HEARTBEAT_INTERVAL": HEARTBEAT_INTERVAL,
+            "PS_HEARTBEAT_TIMEOUT": HEARTBEAT_TIMEOUT,
             "MXJOB_CLUSTER": SEED_CLUSTER,
             "MXJOB_LABELS": SEED_LABELS,
             "MX_CONFIG": f'{{"cluster":{SEED_CLUSTER},"labels":{SEED_LABELS},'
@@ -104,6 +107,24 @@ def test_user_variables_of_our_names_are_replaced_and_others_kept() -> None:
     assert resolved["DMLC_PS_ROOT_URI"] == ""
     assert resolved["DMLC_PS_ROOT_PORT"] == "0"
     assert resolved["DMLC_WORKER_ID"] == "1"
+
+
+def test_user_heartbeat_values_win_without_duplicates() -> None:
+    env = [{"name": "PS_HEARTBEAT_TIMEOUT", "value": "60"}]
+    job = mxjob(replicas={"Scheduler": replica(1), "Worker": replica(1, env=env)})
+    pods = {c["metadata"]["name"]: c for c in run(request(job)).children if c["kind"] == "Pod"}
+    worker = pods["mnist-worker-0"]["spec"]["containers"][0]["env"]
+    names = [var["name"] for var in worker]
+    assert names.count("PS_HEARTBEAT_TIMEOUT") == 1
+    assert {v["name"]: v.get("value") for v in worker}["PS_HEARTBEAT_TIMEOUT"] == "60"
+    assert environments(job)["mnist-worker-0"]["PS_HEARTBEAT_INTERVAL"] == HEARTBEAT_INTERVAL
+    assert environments(job)["mnist-scheduler-0"]["PS_HEARTBEAT_TIMEOUT"] == HEARTBEAT_TIMEOUT
+
+
+def test_mxtune_pods_get_no_ps_lite_heartbeats() -> None:
+    replicas = {"TunerTracker": replica(1), "TunerServer": replica(1), "Tuner": replica(1)}
+    for env in environments(mxjob(replicas=replicas, mode="MXTune")).values():
+        assert "PS_HEARTBEAT_INTERVAL" not in env and "PS_HEARTBEAT_TIMEOUT" not in env
 
 
 def test_custom_mxjob_port_number_is_kept() -> None:

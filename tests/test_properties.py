@@ -2,7 +2,8 @@
 
 Determinism, the fixpoint of feeding a response back as observed children, a status free of
 the wall clock, valid child names, the DMLC counts, unique env names, and that no response
-deletes a running pod of an unfinished, unsuspended, valid job.
+deletes a running pod of an unfinished, unsuspended, valid job unless it restarts the whole job.
+States include later syncs (run records, deleted runs, the next run's pods).
 """
 
 import copy
@@ -87,6 +88,13 @@ def states(draw: st.DrawFn, with_deadline: bool = True) -> dict[str, Any]:
         observed = pod_state(draw, child) if child["kind"] == "Pod" else child
         if observed is not None:
             children.append(observed)
+    for step in range(draw(st.integers(0, 5))):
+        # Later syncs, each response applied and its status written (pods created before NOW):
+        # reaches run records, deleted runs and the next run's pods.
+        body = request(job, children)
+        response = run(body)
+        children = applied(body, response.children, 40 + step)
+        job["status"] = response.status
     if draw(st.booleans()):
         job["status"] = run(request(job, children)).status
     if draw(st.integers(0, 9)) == 0:
@@ -113,10 +121,22 @@ def test_same_request_same_response(body: dict[str, Any]) -> None:
 def test_response_fed_back_as_observed_children_changes_nothing(body: dict[str, Any]) -> None:
     """The cluster after applying a response: kept children as observed, new ones created."""
     first = run(body)
-    observed = {key(c): c for c in observed_children(body)}
-    after = [observed.get(key(c)) or cluster_after_one(c) for c in first.children]
+    after = applied(body, first.children)
     second = run(request(body["parent"], after, body["controller"]))
     assert sorted(map(key, second.children)) == sorted(map(key, first.children))
+
+
+def applied(
+    body: dict[str, Any], listed: list[dict[str, Any]], minutes: float | None = None
+) -> list[dict[str, Any]]:
+    """The cluster after a response: listed children kept as observed, others created (now,
+    or `minutes` after T0)."""
+    observed = {key(c): c for c in observed_children(body)}
+    return [
+        observed.get(key(c))
+        or (cluster_after_one(c) if minutes is None else created(c, minutes=minutes))
+        for c in listed
+    ]
 
 
 def cluster_after_one(child: dict[str, Any]) -> dict[str, Any]:
@@ -165,7 +185,12 @@ def test_running_pods_of_an_active_job_are_never_deleted(body: dict[str, Any]) -
         c["type"] in ("Succeeded", "Failed") and c["status"] == "True" for c in conditions
     )
     suspended = body["parent"]["spec"].get("runPolicy", {}).get("suspend", False)
-    if finished or suspended:
+    whole = any(
+        c["type"] == "Restarting" and "restarting the whole job" in c["message"]
+        for c in conditions
+        if c["status"] == "True"
+    )
+    if finished or suspended or whole:  # a whole-job restart deletes the run (SPEC §5)
         return
     listed = {key(c) for c in response.children}
     for child in observed_children(body):

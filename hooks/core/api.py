@@ -61,6 +61,13 @@ class RestartPolicy(StrEnum):
         return "Never" if self is RestartPolicy.EXIT_CODE else self.value
 
 
+class SuccessPolicy(StrEnum):
+    """When an MXTrain job with a Scheduler has succeeded (SPEC §4, kubeflow/mxnet-operator)."""
+
+    DEFAULT = ""  # the Scheduler and every Worker succeeded
+    ALL_WORKERS = "AllWorkers"  # every Worker succeeded (BytePS: its Scheduler may keep running)
+
+
 class CleanPodPolicy(StrEnum):
     """Which pods are removed once the job has finished (SPEC §6)."""
 
@@ -105,3 +112,5 @@ LABEL_OPERATOR = LABEL_PREFIX + "operator-name"
 LABEL_JOB_ROLE = LABEL_PREFIX + "job-role"
 #: Restarts this replica slot had before the attempt carrying the annotation (SPEC §5).
 ANNOTATION_RESTARTS = "mxjob.kubeflow.org/restarts-before"
+#: The run a pod belongs to: 0 at first, one more after each whole-job restart (SPEC §5).
+ANNOTATION_RUN = "mxjob.kubeflow.org/run"

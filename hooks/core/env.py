@@ -11,7 +11,7 @@ struct order (`url` before `port`, `type` before `index`), byte-compatible with 
 import json
 from typing import Any
 
-from hooks.core.api import TUNER_SERVER_KEY, ReplicaType
+from hooks.core.api import TUNER_SERVER_KEY, JobMode, ReplicaType
 from hooks.core.naming import Slot, config_map_name
 from hooks.core.spec import JobSpec
 
@@ -19,6 +19,10 @@ CLUSTER_VAR = "MXJOB_CLUSTER"
 LABELS_VAR = "MXJOB_LABELS"
 CLUSTER_KEY = "cluster"
 LABELS_KEY = "labels"
+#: ps-lite heartbeats, seconds (SPEC §3). Without them a replaced Worker never registers again;
+#: the values are measured with real MXNet (README "Restarts", tools/measure/heartbeats.py).
+HEARTBEAT_INTERVAL = "1"
+HEARTBEAT_TIMEOUT = "3"
 
 
 def _compact(value: object) -> str:
@@ -88,12 +92,27 @@ def injected_env(job: str, spec: JobSpec, slot: Slot) -> list[dict[str, Any]]:
     return env
 
 
+def default_env(spec: JobSpec) -> list[dict[str, Any]]:
+    """Variables a user may set differently: the ps-lite heartbeats of MXTrain pods."""
+    if spec.mode is not JobMode.TRAIN:
+        return []
+    return [
+        _var("PS_HEARTBEAT_INTERVAL", HEARTBEAT_INTERVAL),
+        _var("PS_HEARTBEAT_TIMEOUT", HEARTBEAT_TIMEOUT),
+    ]
+
+
 def container_env(
-    injected: list[dict[str, Any]], user_env: list[dict[str, Any]]
+    injected: list[dict[str, Any]],
+    defaults: list[dict[str, Any]],
+    user_env: list[dict[str, Any]],
 ) -> list[dict[str, Any]]:
-    """Ours first (so user values may reference them), then the user's minus names we own."""
+    """Ours first (so user values may reference them), then defaults the user does not set,
+    then the user's variables minus names we own."""
     owned = {var["name"] for var in injected}
-    return injected + [var for var in user_env if var.get("name") not in owned]
+    user_names = {var.get("name") for var in user_env}
+    kept_defaults = [var for var in defaults if var["name"] not in user_names]
+    return injected + kept_defaults + [var for var in user_env if var.get("name") not in owned]
 
 
 def config_map_data(job: str, spec: JobSpec) -> dict[str, str]:

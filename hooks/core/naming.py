@@ -12,7 +12,7 @@ from functools import lru_cache
 from hooks.core.api import ALL_TYPES, ReplicaType
 
 DNS_LABEL_MAX = 63
-#: Replacements a slot may have; the suffix `-r9999` is reserved in every name-length check.
+#: Replacements a slot may have; `-r9999` is reserved whenever a pod of the job can be replaced.
 MAX_ATTEMPT = 9999
 ATTEMPT_SUFFIX_MAX = len(f"-r{MAX_ATTEMPT}")
 DNS_1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
@@ -45,12 +45,29 @@ def result_name(job: str) -> str:
     return f"{job}-mxjob-result"
 
 
-def longest_suffix(counts: dict[ReplicaType, int]) -> int:
-    """Length of the longest `-type-index-rNNNN` suffix a child name of this job can get."""
-    return max(
-        (len(f"-{t.short}-{max(n - 1, 0)}") + ATTEMPT_SUFFIX_MAX for t, n in counts.items()),
-        default=0,
-    )
+def run_record_name(job: str, run: int) -> str:
+    """The ConfigMap recording the whole-job restart that starts `run` (SPEC §5)."""
+    return f"{job}-mxjob-run-{run}"
+
+
+def run_from_record_name(job: str, name: str) -> int | None:
+    """The run a record ConfigMap name encodes, or None for any other name."""
+    match = re.fullmatch(rf"{re.escape(job)}-mxjob-run-(?P<run>[1-9][0-9]{{0,3}})", name)
+    return int(match["run"]) if match else None
+
+
+#: Longest suffix of the job's ConfigMap names (`-mxjob-config`, `-mxjob-result`).
+CONFIG_SUFFIX_MAX = len("-mxjob-result")
+#: Longest suffix of a run record's name.
+RUN_RECORD_SUFFIX_MAX = len(f"-mxjob-run-{MAX_ATTEMPT}")
+
+
+def longest_suffix(counts: dict[ReplicaType, int], replaceable: bool) -> int:
+    """Length of the longest suffix a child name of this job can get: `-type-index`, plus
+    `-rNNNN` and the run records when some pod can ever be replaced, and the ConfigMaps."""
+    attempt = ATTEMPT_SUFFIX_MAX if replaceable else 0
+    pods = (len(f"-{t.short}-{max(n - 1, 0)}") + attempt for t, n in counts.items())
+    return max(CONFIG_SUFFIX_MAX, RUN_RECORD_SUFFIX_MAX if replaceable else 0, *pods)
 
 
 @lru_cache(maxsize=256)

@@ -2,14 +2,14 @@
 
 Restart bookkeeping comes only from here (SPEC §5): the attempt from the pod name, earlier
 restarts from the `restarts-before` annotation the hook itself put on replacement pods, in-place
-restarts from container `restartCount`.
+restarts from container `restartCount`, the run from the `run` annotation (SPEC §5).
 """
 
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from hooks.core.api import ANNOTATION_RESTARTS, MXNET_CONTAINER
+from hooks.core.api import ANNOTATION_RESTARTS, ANNOTATION_RUN, MXNET_CONTAINER
 from hooks.core.fields import dig, dig_dict, dig_int, dig_list
 from hooks.core.naming import Slot, parse_pod_name
 from hooks.core.timestamps import latest, parse
@@ -22,6 +22,8 @@ PENDING, RUNNING, SUCCEEDED, FAILED, UNKNOWN = (
     "Unknown",
 )
 FINISHED_PHASES = (SUCCEEDED, FAILED)
+#: Pod condition set when the cluster takes a pod away: preemption, drain, taint, node shutdown.
+DISRUPTION = "DisruptionTarget"
 
 
 @dataclass(frozen=True)
@@ -40,6 +42,8 @@ class ObservedPod:
     reason: str | None
     restart_count: int
     restarts_before: int
+    run: int = 0
+    disrupted: bool = False
 
     @property
     def active(self) -> bool:
@@ -77,6 +81,11 @@ def read_pod(job: str, pod: dict[str, Any]) -> ObservedPod | None:
         reason=_text(dig(pod, "status", "reason")) or _text(terminated.get("reason")),
         restart_count=sum(max(dig_int(s, "restartCount") or 0, 0) for s in statuses),
         restarts_before=_count(dig(pod, "metadata", "annotations", ANNOTATION_RESTARTS)),
+        run=_count(dig(pod, "metadata", "annotations", ANNOTATION_RUN)),
+        disrupted=any(
+            isinstance(c, dict) and c.get("type") == DISRUPTION and c.get("status") == "True"
+            for c in dig_list(pod, "status", "conditions")
+        ),
     )
 
 

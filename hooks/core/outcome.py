@@ -7,11 +7,12 @@ the deadline compares with `now`, and its moment is `startTime + activeDeadlineS
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from hooks.core.api import ConditionType, JobMode, Reason, ReplicaType
+from hooks.core.api import ConditionType, JobMode, Reason, ReplicaType, SuccessPolicy
 from hooks.core.job import Job
-from hooks.core.naming import Slot
-from hooks.core.observed import SUCCEEDED, ObservedPod
-from hooks.core.restarts import SlotPlan, describe_exit
+from hooks.core.naming import MAX_ATTEMPT
+from hooks.core.observed import SUCCEEDED
+from hooks.core.restarts import SlotPlan, describe_exit, replica_words
+from hooks.core.runs import RunRecord, Step
 from hooks.core.timestamps import format_time, latest
 
 
@@ -29,16 +30,18 @@ class Outcome:
         return self.ctype in (ConditionType.SUCCEEDED, ConditionType.FAILED)
 
 
-def replica_words(slot: Slot, pod: ObservedPod | None = None) -> str:
-    """`Worker replica 2 (pod x-worker-2-r1)`: names a replica the way users look it up."""
-    where = f" (pod {pod.name})" if pod else ""
-    return f"{slot.rtype.value} replica {slot.index}{where}"
-
-
-def decide(job: Job, plans: list[SlotPlan], start: datetime | None, now: datetime) -> Outcome:
-    """The outcome of an active, valid, unsuspended job from its slot plans."""
+def decide(
+    job: Job,
+    plans: list[SlotPlan],
+    start: datetime | None,
+    now: datetime,
+    restart: RunRecord | None = None,
+    step: Step = Step.CREATING,
+) -> Outcome:
+    """The outcome of an active, valid, unsuspended job from its slot plans and the whole-job
+    restart under way, if any, at its step."""
     name = job.name
-    deciding = _deciding_slots(job)
+    deciding = deciding_types(job)
     done = [p.current for p in plans if p.slot.rtype in deciding]
     if done and all(pod is not None and pod.phase == SUCCEEDED for pod in done):
         moment = latest(*(pod.finished or pod.last_event for pod in done if pod is not None))
@@ -79,6 +82,17 @@ def decide(job: Job, plans: list[SlotPlan], start: datetime | None, now: datetim
             f"({seconds}s) since {format_time(start) if start else 'its start'}.",
             deadline,
         )
+    if restart is not None and restart.attempt > MAX_ATTEMPT:
+        return Outcome(
+            ConditionType.FAILED,
+            Reason.FAILED,
+            f"MXJob {name} has failed: no attempt names are left for a whole-job restart "
+            f"({restart.cause})",
+            restart.moment,
+        )
+    if restart is not None:
+        message = restart.message(step)
+        return Outcome(ConditionType.RESTARTING, Reason.RESTARTING, message, restart.moment)
     restarting = [p for p in plans if p.restarting and p.current is not None]
     if restarting:
         first = restarting[0]
@@ -101,11 +115,14 @@ def decide(job: Job, plans: list[SlotPlan], start: datetime | None, now: datetim
     return Outcome(ConditionType.CREATED, Reason.CREATED, f"MXJob {name} is created.", job.created)
 
 
-def _deciding_slots(job: Job) -> tuple[ReplicaType, ...]:
-    """Replica types whose success is the job's success."""
+def deciding_types(job: Job) -> tuple[ReplicaType, ...]:
+    """Replica types whose success is the job's success (SPEC §4)."""
     if job.spec.mode is JobMode.TUNE:
         return (ReplicaType.TUNER,)
-    if ReplicaType.SCHEDULER in job.spec.replicas:
+    if (
+        ReplicaType.SCHEDULER in job.spec.replicas
+        and job.spec.success_policy is SuccessPolicy.DEFAULT
+    ):
         return (ReplicaType.SCHEDULER, ReplicaType.WORKER)
     return (ReplicaType.WORKER,)
 

@@ -2,8 +2,8 @@
 
 from typing import Any
 
-from hooks.core.api import ANNOTATION_RESTARTS
-from hooks.core.env import container_env, injected_env
+from hooks.core.api import ANNOTATION_RESTARTS, ANNOTATION_RUN
+from hooks.core.env import container_env, default_env, injected_env
 from hooks.core.gang import (
     PLUGINS_GROUP_LABEL,
     VOLCANO_GROUP_ANNOTATION,
@@ -16,22 +16,28 @@ from hooks.core.labels import slot_labels
 from hooks.core.naming import Slot
 
 
-def desired_pod(job: Job, slot: Slot, attempt: int, restarts_before: int) -> dict[str, Any]:
-    """The template's metadata and spec, with our labels, restart policy and environment."""
+def desired_pod(
+    job: Job, slot: Slot, attempt: int, restarts_before: int, run: int
+) -> dict[str, Any]:
+    """The template's metadata and spec, with our labels, restart policy and environment; a
+    replacement and every pod after a whole-job restart carry their bookkeeping annotations."""
     replica = job.spec.replicas[slot.rtype]
     template = replica.template
     labels = {**template.get("metadata", {}).get("labels", {}), **slot_labels(job.name, slot)}
     annotations = dict(template.get("metadata", {}).get("annotations", {}))
     if attempt > 0:
         annotations[ANNOTATION_RESTARTS] = str(restarts_before)
+    if run > 0:
+        annotations[ANNOTATION_RUN] = str(run)
     # Only what differs per pod is copied; the rest of the template is shared, read-only,
     # between the pods of one response (a deep copy per pod was 60% of a large job's sync).
     injected = injected_env(job.name, job.spec, slot)
+    defaults = default_env(job.spec)
     spec = {
         **template["spec"],
         "restartPolicy": replica.restart_policy.pod_policy,
         "containers": [
-            {**container, "env": container_env(injected, container.get("env", []))}
+            {**container, "env": container_env(injected, defaults, container.get("env", []))}
             for container in template["spec"]["containers"]
         ],
     }

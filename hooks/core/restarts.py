@@ -1,7 +1,9 @@
 """Restart rules (SPEC §5): which failures are retried, and how each replica slot moves on.
 
 Each replacement gets the next attempt name and an annotation with the restarts before it, so
-the attempt count and restart total never depend on hook memory or parent status.
+the attempt count and restart total never depend on hook memory or parent status. A disruption
+(the cluster took the pod away) is retried but not counted toward backoffLimit: it is not the
+job's fault, as Kubernetes Jobs users get with podFailurePolicy `Ignore` on DisruptionTarget.
 """
 
 from dataclasses import dataclass
@@ -35,6 +37,16 @@ class Retry(Enum):
     FATAL = "fatal"
 
 
+def is_retryable(pod: ObservedPod) -> bool:
+    """Whether a failed pod may be retried under ExitCode: a disruption always may."""
+    return pod.disrupted or exit_is_retryable(pod.exit_code)
+
+
+def counts_toward_backoff(pod: ObservedPod) -> int:
+    """What replacing this failed pod adds to the restart count: 0 for a disruption."""
+    return 0 if pod.disrupted else 1
+
+
 def exit_is_retryable(exit_code: int | None) -> bool:
     """Whether a failed pod's mxnet exit code allows a retry under ExitCode.
 
@@ -48,13 +60,22 @@ def on_failure(policy: RestartPolicy, pod: ObservedPod) -> Retry:
     """Never fails the job; ExitCode judges the mxnet exit code; Always/OnFailure replace."""
     if policy is RestartPolicy.NEVER:
         return Retry.FATAL
-    if policy is RestartPolicy.EXIT_CODE and not exit_is_retryable(pod.exit_code):
+    if policy is RestartPolicy.EXIT_CODE and not is_retryable(pod):
         return Retry.FATAL
     return Retry.REPLACE
 
 
+def replica_words(slot: Slot, pod: ObservedPod | None = None) -> str:
+    """`Worker replica 2 (pod x-worker-2-r1)`: names a replica the way users look it up."""
+    where = f" (pod {pod.name})" if pod else ""
+    return f"{slot.rtype.value} replica {slot.index}{where}"
+
+
 def describe_exit(pod: ObservedPod) -> str:
     """Words for how a pod ended, for condition messages."""
+    if pod.disrupted:
+        why = f" ({pod.reason})" if pod.reason else ""
+        return f"was disrupted by the cluster{why}, not counted toward backoffLimit"
     if pod.exit_code is None:
         why = f" ({pod.reason})" if pod.reason else ""
         return f"failed without an exit code of its mxnet container{why}"
@@ -63,8 +84,20 @@ def describe_exit(pod: ObservedPod) -> str:
 
 
 @dataclass(frozen=True)
+class RunStart:
+    """How a run begins for one slot: the run, its first attempt and the restarts before it."""
+
+    run: int = 0
+    attempt: int = 0
+    restarts_before: int = 0
+
+
+@dataclass(frozen=True)
 class SlotPlan:
-    """Where one slot goes next: pods to keep, an attempt to create, and what it costs."""
+    """Where one slot goes next: pods to keep, an attempt to create, and what it costs.
+
+    `counted` is the slot's restarts so far without the replacement this plan asks for.
+    """
 
     slot: Slot
     keep: tuple[ObservedPod, ...]
@@ -73,6 +106,8 @@ class SlotPlan:
     create_restarts_before: int
     restarts: int
     fatal: ObservedPod | None
+    run: int = 0
+    counted: int = 0
 
     @property
     def restarting(self) -> bool:
@@ -86,21 +121,26 @@ class SlotPlan:
         )
 
 
-def plan_slot(slot: Slot, policy: RestartPolicy, attempts: list[ObservedPod]) -> SlotPlan:
-    """Decide one slot from its observed attempts (oldest first).
+def plan_slot(
+    slot: Slot, policy: RestartPolicy, attempts: list[ObservedPod], start: RunStart
+) -> SlotPlan:
+    """Decide one slot from its observed attempts of the current run (oldest first).
 
     The newest failed attempt stays listed beside its replacement until that replacement fails
     in turn: the attempt count survives the loss of the replacement, `kubectl logs` still shows
     why it failed, and a response fed back as observed children asks for nothing new.
     """
+    run = start.run
     if not attempts:
-        return SlotPlan(slot, (), None, 0, 0, 0, None)
+        before = start.restarts_before
+        return SlotPlan(slot, (), None, start.attempt, before, before, None, run, before)
     current = attempts[-1]
     so_far = current.restarts_before + current.restart_count
     if current.phase != FAILED:
         predecessor = attempts[-2] if len(attempts) > 1 else None
         kept = (predecessor, current) if predecessor and predecessor.phase == FAILED else (current,)
-        return SlotPlan(slot, kept, current, None, 0, so_far, None)
+        return SlotPlan(slot, kept, current, None, 0, so_far, None, run, so_far)
     if on_failure(policy, current) is Retry.FATAL or current.attempt >= MAX_ATTEMPT:
-        return SlotPlan(slot, (current,), current, None, 0, so_far, current)
-    return SlotPlan(slot, (current,), current, current.attempt + 1, so_far + 1, so_far + 1, None)
+        return SlotPlan(slot, (current,), current, None, 0, so_far, current, run, so_far)
+    after = so_far + counts_toward_backoff(current)
+    return SlotPlan(slot, (current,), current, current.attempt + 1, after, after, None, run, so_far)

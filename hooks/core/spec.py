@@ -17,6 +17,7 @@ from hooks.core.api import (
     JobMode,
     ReplicaType,
     RestartPolicy,
+    SuccessPolicy,
 )
 
 #: Kubeflow's run-policy fields are int32; larger values only overflow date arithmetic.
@@ -99,6 +100,7 @@ class JobSpec:
     mode: JobMode
     run_policy: RunPolicy
     replicas: dict[ReplicaType, ReplicaSpec]
+    success_policy: SuccessPolicy = SuccessPolicy.DEFAULT
 
     def count(self, rtype: ReplicaType) -> int:
         """Replicas of a type, 0 when the type is absent."""
@@ -178,10 +180,24 @@ def load(raw_spec: object) -> tuple[JobSpec | None, list[Problem]]:
         return None, reader.problems
     mode = reader.choice(spec.get("jobMode"), "spec.jobMode", JobMode, JobMode.TRAIN)
     run_policy = _run_policy(reader, spec)
+    success = _success_policy(reader, spec.get("successPolicy"))
     replicas = _replica_specs(reader, spec.get("mxReplicaSpecs"))
     if reader.problems:
         return None, reader.problems
-    return JobSpec(mode, run_policy, replicas), []
+    return JobSpec(mode, run_policy, replicas, success), []
+
+
+def _success_policy(reader: _Reader, value: object) -> SuccessPolicy:
+    """`spec.successPolicy`: absent or "" is the default rule; AllWorkers; nothing else."""
+    if value is None:
+        return SuccessPolicy.DEFAULT
+    if isinstance(value, str) and value in {p.value for p in SuccessPolicy}:
+        return SuccessPolicy(value)
+    reader.fail(
+        "spec.successPolicy",
+        f"must be AllWorkers or empty (the Scheduler and every Worker succeeded), got {value!r}",
+    )
+    return SuccessPolicy.DEFAULT
 
 
 def _run_policy(reader: _Reader, spec: dict[str, Any]) -> RunPolicy:

@@ -11,13 +11,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from hooks.core import children, gang, status
+from hooks.core import children, gang, runs, status
 from hooks.core.api import CleanPodPolicy, Reason
 from hooks.core.configmaps import desired_config, desired_result, recorded_status
 from hooks.core.fields import dig, dig_list
 from hooks.core.job import Job
 from hooks.core.naming import result_name
-from hooks.core.observed import pods_by_slot
+from hooks.core.observed import ObservedPod, pods_by_slot
 from hooks.core.outcome import deadline_at, decide
 from hooks.core.pods import desired_pod
 from hooks.core.request import CONFIG_MAP, POD, SyncRequest
@@ -72,20 +72,42 @@ def sync(request: SyncRequest, now: datetime) -> SyncResponse:
     if spec.run_policy.suspend:
         return SyncResponse(status.suspended_status(job, previous), [desired_config(job)])
     pods = pods_by_slot(job.name, request.group(POD))
+    run_record, record_child = runs.observed_record(job, request.group(CONFIG_MAP))
+    run = runs.current_run(run_record, pods)
+    slots = job.slots()
+    old = [p for slot in slots for p in pods.get(slot, []) if p.run < run]
     plans = [
-        plan_slot(slot, spec.replicas[slot.rtype].restart_policy, pods.get(slot, []))
-        for slot in job.slots()
+        plan_slot(
+            slot,
+            spec.replicas[slot.rtype].restart_policy,
+            [p for p in pods.get(slot, []) if p.run == run],
+            runs.run_start(run_record, run, pods, slot),
+        )
+        for slot in slots
     ]
+    fresh = None if old else runs.decide_restart(job, run, plans)
+    if fresh is not None:
+        plans = runs.held(plans, fresh)
+    restart = fresh or (run_record if runs.in_progress(run_record, run, plans, bool(old)) else None)
     start = status.start_time(previous, pods)
-    outcome = decide(job, plans, start, now)
+    step = runs.Step.RECORDING if fresh else runs.Step.DELETING if old else runs.Step.CREATING
+    outcome = decide(job, plans, start, now, restart, step)
     new_status = status.active_status(job, previous, plans, outcome, start)
     if outcome.finished:
         # Record the decision; nothing is deleted until the parent status shows it (SPEC §6).
         kept = [c for c in children.keep_all(request) if not _is_result(job, c)]
         return SyncResponse(new_status, [*kept, desired_result(job, new_status)])
+    creating = runs.may_create_run(previous, restart, bool(old))
+    listed = _active_children(job, request, plans, creating)
+    if fresh is not None:
+        listed.append(runs.record_config_map(job, fresh))
+    elif record_child is not None:
+        listed.append(children.as_observed(record_child))
+    if not runs.may_delete_old_run(previous, run_record, plans):
+        listed.extend(_pod_as_listed(job, pod) for pod in old)
     deadline = deadline_at(job, start)
     resync = None if deadline is None else max(1.0, math.ceil((deadline - now).total_seconds()))
-    return SyncResponse(new_status, _active_children(job, request, plans), resync)
+    return SyncResponse(new_status, listed, resync)
 
 
 def finalize(request: SyncRequest, now: datetime) -> SyncResponse:
@@ -128,18 +150,28 @@ def _finished(job: Job, request: SyncRequest, record: dict[str, Any] | None) -> 
     return SyncResponse(final, _unique(kept))
 
 
-def _active_children(job: Job, request: SyncRequest, plans: list[SlotPlan]) -> list[dict[str, Any]]:
-    """Pods kept or created per slot, a Service per slot, the ConfigMap, the PodGroup."""
+def _pod_as_listed(job: Job, pod: ObservedPod) -> dict[str, Any]:
+    """An observed pod of this job listed as its desired self (kept, never changed)."""
+    return desired_pod(job, pod.slot, pod.attempt, pod.restarts_before, pod.run)
+
+
+def _active_children(
+    job: Job, request: SyncRequest, plans: list[SlotPlan], creating: bool
+) -> list[dict[str, Any]]:
+    """Pods kept or created per slot (created only when `creating`), a Service per slot, the
+    ConfigMap, the PodGroup."""
     result: list[dict[str, Any]] = [desired_config(job)]
     observed_group = None
     if job.gang is not None:
         result.append(gang.pod_group(job.gang, job.name, job.namespace, job.spec))
         observed_group = request.group(job.gang.value).get(job.name)
-    admit = gang.admits_new_pods(job.gang, observed_group)
+    admit = creating and gang.admits_new_pods(job.gang, observed_group)
     for plan in plans:
-        result.extend(desired_pod(job, p.slot, p.attempt, p.restarts_before) for p in plan.keep)
+        result.extend(_pod_as_listed(job, p) for p in plan.keep)
         if plan.create_attempt is not None and admit:
-            slot_pod = desired_pod(job, plan.slot, plan.create_attempt, plan.create_restarts_before)
+            slot_pod = desired_pod(
+                job, plan.slot, plan.create_attempt, plan.create_restarts_before, plan.run
+            )
             result.append(slot_pod)
         result.append(desired_service(job, plan.slot))
     return result

@@ -4,7 +4,7 @@ Types, enums and templates are checked while reading (`spec.load`); these rules 
 result. The CRD enforces most of them too, but objects can predate the CRD.
 """
 
-from hooks.core.api import MODE_TYPES, JobMode, ReplicaType
+from hooks.core.api import MODE_TYPES, JobMode, ReplicaType, RestartPolicy
 from hooks.core.naming import DNS_1035, DNS_LABEL_MAX, longest_suffix
 from hooks.core.spec import JobSpec, Problem
 
@@ -64,13 +64,18 @@ def _name_rules(name: str, spec: JobSpec) -> list[Problem]:
                 "starting with a letter and ending with a letter or digit",
             )
         ]
-    limit = DNS_LABEL_MAX - longest_suffix({t: r.replicas for t, r in spec.replicas.items()})
+    # Only a job whose every replica has restartPolicy Never can never replace a pod (whole-job
+    # restarts rename every replica too), so only it may skip the `-rNNNN` reserve.
+    replaceable = any(r.restart_policy is not RestartPolicy.NEVER for r in spec.replicas.values())
+    counts = {t: r.replicas for t, r in spec.replicas.items()}
+    limit = DNS_LABEL_MAX - longest_suffix(counts, replaceable)
     if len(name) > limit:
         return [
             Problem(
                 "metadata.name",
                 f"is {len(name)} characters but at most {limit} fit: child names such as "
-                f"'<name>-<type>-<index>-r<attempt>' must stay within {DNS_LABEL_MAX} characters",
+                f"'<name>-<type>-<index>{'-r<attempt>' if replaceable else ''}' and "
+                f"'<name>-mxjob-result' must stay within {DNS_LABEL_MAX} characters",
             )
         ]
     return []

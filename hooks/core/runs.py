@@ -1,0 +1,233 @@
+"""Whole-job restarts (SPEC §5): ps-lite cannot replace a Scheduler or a Server alone (nor
+AutoTVM a TunerTracker or a Tuner), so their retryable failure restarts every replica.
+
+A restart moves through three steps, each taken only once the previous one is observed in the
+children and in the parent status (the stale-cache rule of SPEC §6), so every response is a
+fixpoint of the children it lists:
+1. a run record, the ConfigMap `<job>-mxjob-run-<N>`, is created; the pods of the run stay;
+2. once the record is observed, every pod of the older run is deleted;
+3. once no pod of an older run is observed, every replica is created for run N, with new
+   attempt names and the annotations `run` and `restarts-before`.
+The run number comes from observed children only: the newest record's name and the pods' `run`
+annotation. The record carries what the gap between steps 2 and 3 needs (first attempt, every
+slot's restarts before the run, the status message and its moment), so a sync that sees no pod
+at all still knows the run and the restart count, whatever the parent status says.
+"""
+
+import json
+from dataclasses import dataclass, replace
+from datetime import datetime
+from enum import Enum
+from typing import Any
+
+from hooks.core import conditions as cond
+from hooks.core.api import ConditionType, JobMode, ReplicaType, RestartPolicy
+from hooks.core.fields import dig, dig_dict
+from hooks.core.job import Job
+from hooks.core.labels import job_labels
+from hooks.core.naming import Slot, run_from_record_name, run_record_name
+from hooks.core.observed import FAILED, PENDING, ObservedPod
+from hooks.core.restarts import (
+    RunStart,
+    SlotPlan,
+    counts_toward_backoff,
+    describe_exit,
+    replica_words,
+)
+from hooks.core.timestamps import format_time, parse
+
+#: Replica types whose loss the other processes cannot survive (SPEC §5).
+WHOLE_JOB_TYPES = frozenset(
+    {ReplicaType.SCHEDULER, ReplicaType.SERVER, ReplicaType.TUNER_TRACKER, ReplicaType.TUNER}
+)
+_IN_PLACE = (RestartPolicy.ALWAYS, RestartPolicy.ON_FAILURE)
+_WHO = {JobMode.TRAIN: "ps-lite", JobMode.TUNE: "AutoTVM's RPC tracker"}
+
+
+class Step(Enum):
+    """The steps of a whole-job restart, as the status message tells them."""
+
+    RECORDING = "run {run} is recorded first, then every pod is deleted"
+    DELETING = "every pod of run {old} is deleted, then run {run} starts with new pods"
+    CREATING = "run {run} starts with new pods"
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """A whole-job restart: the run it starts and what that run begins from."""
+
+    run: int
+    attempt: int
+    restarts_before: dict[Slot, int]
+    cause: str
+    moment: datetime | None
+
+    def start(self, slot: Slot) -> RunStart:
+        """Where this run begins for one slot."""
+        return RunStart(self.run, self.attempt, self.restarts_before.get(slot, 0))
+
+    def message(self, step: Step) -> str:
+        """The Restarting message of one step; each is written only once its step is reached,
+        so the parent status showing it proves the step was observed (SPEC §6)."""
+        return f"{self.cause}; {step.value.format(run=self.run, old=self.run - 1)}."
+
+
+def _slot_key(slot: Slot) -> str:
+    return f"{slot.rtype.value}/{slot.index}"
+
+
+def _read_counts(job: Job, text: object) -> dict[Slot, int] | None:
+    try:
+        raw = json.loads(text) if isinstance(text, str) else None
+    except ValueError:
+        return None
+    if not isinstance(raw, dict):
+        return None
+    slots = {_slot_key(slot): slot for slot in job.slots()}
+    counts = {slots[k]: v for k, v in raw.items() if k in slots and isinstance(v, int)}
+    return {slot: count for slot, count in counts.items() if count > 0}
+
+
+def observed_record(
+    job: Job, config_maps: dict[str, dict[str, Any]]
+) -> tuple[RunRecord | None, dict[str, Any] | None]:
+    """The newest well-formed run record among the observed ConfigMaps, and its object."""
+    found: list[tuple[int, dict[str, Any]]] = []
+    for child in config_maps.values():
+        run = run_from_record_name(job.name, str(dig(child, "metadata", "name")))
+        if run is not None:
+            found.append((run, child))
+    for run, child in sorted(found, key=lambda item: -item[0]):
+        data = dig_dict(child, "data")
+        counts = _read_counts(job, data.get("restartsBefore"))
+        attempt = data.get("attempt")
+        cause = data.get("cause")
+        if counts is None or not isinstance(cause, str) or not str(attempt).isdigit():
+            continue
+        return RunRecord(run, int(str(attempt)), counts, cause, parse(data.get("time"))), child
+    return None, None
+
+
+def record_config_map(job: Job, record: RunRecord) -> dict[str, Any]:
+    """The run record as a child ConfigMap (immutable: it is written once)."""
+    counts = {_slot_key(slot): n for slot, n in sorted(record.restarts_before.items())}
+    data = {
+        "run": str(record.run),
+        "attempt": str(record.attempt),
+        "restartsBefore": json.dumps(counts, separators=(",", ":"), sort_keys=True),
+        "cause": record.cause,
+    }
+    if record.moment is not None:
+        data["time"] = format_time(record.moment)
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": run_record_name(job.name, record.run),
+            "namespace": job.namespace,
+            "labels": job_labels(job.name),
+        },
+        "immutable": True,
+        "data": data,
+    }
+
+
+def current_run(record: RunRecord | None, pods: dict[Slot, list[ObservedPod]]) -> int:
+    """The newest run any observed child shows."""
+    runs = [p.run for attempts in pods.values() for p in attempts]
+    return max([record.run if record else 0, *runs])
+
+
+def run_start(
+    record: RunRecord | None, run: int, pods: dict[Slot, list[ObservedPod]], slot: Slot
+) -> RunStart:
+    """Where the current run begins for a slot; without its record, past every observed name."""
+    if record is not None and record.run == run:
+        return record.start(slot)
+    if run == 0:
+        return RunStart()
+    newest = max((p.attempt for attempts in pods.values() for p in attempts), default=0)
+    return RunStart(run, newest + 1, 0)
+
+
+def _trigger(job: Job, plan: SlotPlan) -> tuple[int, str] | None:
+    """Whether this slot's state restarts the whole job: the restarts it adds and the words."""
+    pod = plan.current
+    if plan.slot.rtype not in WHOLE_JOB_TYPES or pod is None or plan.fatal is not None:
+        return None
+    if pod.phase == FAILED and plan.create_attempt is not None:
+        return counts_toward_backoff(pod), describe_exit(pod)
+    if pod.terminating:
+        why = "was disrupted by the cluster" if pod.disrupted else "was deleted"
+        return counts_toward_backoff(pod), why
+    policy = job.spec.replicas[plan.slot.rtype].restart_policy
+    if policy in _IN_PLACE and pod.restart_count > 0:
+        # The kubelet already restarted it, and its restartCount already counts that restart.
+        return 0, f"was restarted in place by the kubelet ({pod.restart_count} restarts)"
+    return None
+
+
+def decide_restart(job: Job, run: int, plans: list[SlotPlan]) -> RunRecord | None:
+    """A whole-job restart when a Scheduler/Server (TunerTracker/Tuner) of the run failed in a
+    retryable way, was restarted in place, or was deleted; None otherwise."""
+    for plan in plans:
+        trigger = _trigger(job, plan)
+        if trigger is None or plan.current is None:
+            continue
+        added, words = trigger
+        counts = {p.slot: p.counted for p in plans}
+        counts[plan.slot] += added
+        newest = max((p.attempt for q in plans for p in (*q.keep, q.current) if p), default=0)
+        pod = plan.current
+        cause = (
+            f"MXJob {job.name} is restarting the whole job: {replica_words(plan.slot, pod)} "
+            f"{words}, and {_WHO[job.spec.mode]} cannot replace a {plan.slot.rtype.value} alone"
+        )
+        return RunRecord(
+            run + 1,
+            newest + 1,
+            {slot: n for slot, n in counts.items() if n > 0},
+            cause,
+            pod.finished or pod.last_event,
+        )
+    return None
+
+
+def held(plans: list[SlotPlan], record: RunRecord) -> list[SlotPlan]:
+    """The run's plans while it is being restarted: nothing created, restarts as recorded."""
+    return [
+        replace(p, create_attempt=None, restarts=record.start(p.slot).restarts_before)
+        for p in plans
+    ]
+
+
+def in_progress(record: RunRecord | None, run: int, plans: list[SlotPlan], old: bool) -> bool:
+    """Whether the restart into `run` is still under way: older pods observed, or no pod of
+    the run has started yet."""
+    if record is None or record.run != run:
+        return False
+    return old or all(p.current is None or p.current.phase == PENDING for p in plans)
+
+
+def parent_shows(previous: dict[str, Any], message: str) -> bool:
+    """Whether the parent status shows Restarting=True with exactly this message."""
+    found = cond.find(cond.clean(previous.get("conditions")), ConditionType.RESTARTING)
+    return found is not None and found.get("status") == "True" and found.get("message") == message
+
+
+def may_delete_old_run(
+    previous: dict[str, Any], record: RunRecord | None, plans: list[SlotPlan]
+) -> bool:
+    """Older pods may go once the new run is observed, or once the parent status shows the
+    deleting step, written only after the record was observed."""
+    if any(p.current is not None for p in plans):
+        return True
+    return record is not None and parent_shows(previous, record.message(Step.DELETING))
+
+
+def may_create_run(previous: dict[str, Any], restart: RunRecord | None, old: bool) -> bool:
+    """New pods of a restarted run only once no older pod is observed and the parent status
+    shows the creating step, written only after that was observed."""
+    if old:
+        return False
+    return restart is None or parent_shows(previous, restart.message(Step.CREATING))

@@ -1,0 +1,198 @@
+"""Table tests for the rules of SPEC §4/§5 behind the fixtures: restart scope by role, the run
+record, disruptions, the name-length reserve and successPolicy."""
+
+from typing import Any
+
+import pytest
+
+from hooks.core.api import ReplicaType, RestartPolicy
+from hooks.core.job import Job
+from hooks.core.naming import Slot, run_from_record_name, run_record_name
+from hooks.core.observed import read_pod
+from hooks.core.outcome import deciding_types
+from hooks.core.restarts import RunStart, counts_toward_backoff, is_retryable, plan_slot
+from hooks.core.runs import (
+    Step,
+    current_run,
+    decide_restart,
+    observed_record,
+    record_config_map,
+)
+from hooks.core.spec import load
+from hooks.core.validation import validate
+from tests.builders import (
+    cluster_after,
+    disrupted,
+    mxjob,
+    pods_by_name,
+    replica,
+    request,
+    run,
+    running,
+    terminated,
+)
+
+TRAIN = {"Scheduler": replica(1), "Server": replica(1), "Worker": replica(2)}
+TUNE = {"TunerTracker": replica(1), "TunerServer": replica(2), "Tuner": replica(1)}
+
+
+def job_of(replicas: dict[str, Any], mode: str = "MXTrain", **extra: Any) -> Job:
+    spec, problems = load(mxjob(replicas=replicas, mode=mode, **extra)["spec"])
+    assert spec is not None and not problems
+    return Job("mnist", "default", spec, None, None, None)
+
+
+def first_pods(replicas: dict[str, Any], mode: str = "MXTrain") -> dict[str, dict[str, Any]]:
+    return pods_by_name(cluster_after(run(request(mxjob(replicas=replicas, mode=mode)))))
+
+
+def with_policy(replicas: dict[str, Any], policy: str) -> dict[str, Any]:
+    return {k: {**v, "restartPolicy": policy} for k, v in replicas.items()}
+
+
+@pytest.mark.parametrize(
+    ("mode", "replicas", "pod", "state", "whole"),
+    [
+        ("MXTrain", TRAIN, "mnist-worker-1", lambda p: terminated(p, 137), False),
+        ("MXTrain", TRAIN, "mnist-server-0", lambda p: terminated(p, 137), True),
+        ("MXTrain", TRAIN, "mnist-scheduler-0", lambda p: terminated(p, 143), True),
+        ("MXTrain", TRAIN, "mnist-server-0", lambda p: terminated(p, 1), False),  # fatal
+        ("MXTrain", TRAIN, "mnist-server-0", lambda p: disrupted(terminated(p, None)), True),
+        ("MXTune", TUNE, "mnist-tunerserver-1", lambda p: terminated(p, 137), False),
+        ("MXTune", TUNE, "mnist-tunertracker-0", lambda p: terminated(p, 137), True),
+        ("MXTune", TUNE, "mnist-tuner-0", lambda p: terminated(p, 130), True),
+    ],
+)
+def test_restart_scope_by_role(
+    mode: str, replicas: dict[str, Any], pod: str, state: Any, whole: bool
+) -> None:
+    replicas = with_policy(replicas, "ExitCode")
+    job = job_of(replicas, mode)
+    pods = {n: running(p) for n, p in first_pods(replicas, mode).items()}
+    pods[pod] = state(pods[pod])
+    observed = {n: read_pod("mnist", p) for n, p in pods.items()}
+    plans = [
+        plan_slot(
+            s,
+            RestartPolicy.EXIT_CODE,
+            [o for o in observed.values() if o and o.slot == s],
+            RunStart(),
+        )
+        for s in job.slots()
+    ]
+    record = decide_restart(job, 0, plans)
+    assert (record is not None) is whole
+    if record is not None:
+        assert record.run == 1 and record.attempt == 1
+        assert "restarting the whole job" in record.message(Step.RECORDING)
+
+
+def test_in_place_restart_of_a_server_counts_once() -> None:
+    replicas = with_policy(TRAIN, "OnFailure")
+    job = job_of(replicas)
+    pods = {n: running(p) for n, p in first_pods(replicas).items()}
+    pods["mnist-server-0"] = running(pods["mnist-server-0"], restarts=1)
+    observed = [read_pod("mnist", p) for p in pods.values()]
+    plans = [
+        plan_slot(
+            s, RestartPolicy.ON_FAILURE, [o for o in observed if o and o.slot == s], RunStart()
+        )
+        for s in job.slots()
+    ]
+    record = decide_restart(job, 0, plans)
+    assert record is not None
+    assert record.restarts_before == {Slot(ReplicaType.SERVER, 0): 1}
+    assert "restarted in place" in record.cause
+
+
+def test_run_record_round_trips_through_its_config_map() -> None:
+    job = job_of(with_policy(TRAIN, "ExitCode"))
+    pods = first_pods(with_policy(TRAIN, "ExitCode"))
+    server = read_pod("mnist", terminated(running(pods["mnist-server-0"]), 137))
+    assert server is not None
+    plans = [
+        plan_slot(s, RestartPolicy.EXIT_CODE, [server] if s == server.slot else [], RunStart())
+        for s in job.slots()
+    ]
+    record = decide_restart(job, 0, plans)
+    assert record is not None
+    child = record_config_map(job, record)
+    read, obj = observed_record(job, {child["metadata"]["name"]: child})
+    assert read == record and obj is child
+    assert current_run(read, {}) == 1
+
+
+@pytest.mark.parametrize(
+    ("name", "run_number"),
+    [
+        ("mnist-mxjob-run-1", 1),
+        ("mnist-mxjob-run-9999", 9999),
+        ("mnist-mxjob-run-0", None),
+        ("mnist-mxjob-run-01", None),
+        ("other-mxjob-run-1", None),
+        ("mnist-mxjob-config", None),
+    ],
+)
+def test_run_record_names(name: str, run_number: int | None) -> None:
+    assert run_from_record_name("mnist", name) == run_number
+    if run_number is not None:
+        assert run_record_name("mnist", run_number) == name
+
+
+@pytest.mark.parametrize(
+    ("exit_code", "disruption", "retryable", "counted"),
+    [
+        (137, False, True, 1),
+        (1, False, False, 1),
+        (None, False, True, 1),
+        (1, True, True, 0),
+        (143, True, True, 0),
+    ],
+)
+def test_disruptions_are_retried_and_not_counted(
+    exit_code: int | None, disruption: bool, retryable: bool, counted: int
+) -> None:
+    pod = terminated(first_pods(TRAIN)["mnist-worker-0"], exit_code)
+    observed = read_pod("mnist", disrupted(pod) if disruption else pod)
+    assert observed is not None
+    assert is_retryable(observed) is retryable
+    assert counts_toward_backoff(observed) == counted
+
+
+NEVER_NAME = "a-very-long-job-name-for-a-distributed-mnist-rn"  # 47 characters
+
+
+@pytest.mark.parametrize(
+    ("name", "policy", "ok"),
+    [
+        (NEVER_NAME, "Never", True),  # -worker-99 fits without the -r9999 reserve
+        (NEVER_NAME, "ExitCode", False),  # ... not with it
+        (NEVER_NAME, "OnFailure", False),  # whole-job restarts rename every replica
+        ("a" * 50, "Never", True),  # <name>-mxjob-result is 63
+        ("a" * 51, "Never", False),
+    ],
+)
+def test_attempt_suffix_is_reserved_only_when_a_pod_can_be_replaced(
+    name: str, policy: str, ok: bool
+) -> None:
+    replicas = {"Worker": replica(100 if name == NEVER_NAME else 1, "Never")}
+    spec, _ = load(mxjob(replicas={**replicas, "Scheduler": replica(1, policy)})["spec"])
+    assert spec is not None
+    assert (validate(name, spec) == []) is ok
+
+
+@pytest.mark.parametrize(
+    ("replicas", "mode", "policy", "deciding"),
+    [
+        (TRAIN, "MXTrain", None, (ReplicaType.SCHEDULER, ReplicaType.WORKER)),
+        (TRAIN, "MXTrain", "", (ReplicaType.SCHEDULER, ReplicaType.WORKER)),
+        (TRAIN, "MXTrain", "AllWorkers", (ReplicaType.WORKER,)),
+        ({"Worker": replica(2)}, "MXTrain", "AllWorkers", (ReplicaType.WORKER,)),
+        (TUNE, "MXTune", "AllWorkers", (ReplicaType.TUNER,)),
+    ],
+)
+def test_success_policy_decides_which_replicas_count(
+    replicas: dict[str, Any], mode: str, policy: str | None, deciding: tuple[ReplicaType, ...]
+) -> None:
+    extra = {} if policy is None else {"successPolicy": policy}
+    assert deciding_types(job_of(replicas, mode, **extra)) == deciding
