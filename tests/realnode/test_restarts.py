@@ -60,3 +60,37 @@ def test_backoff_limit_zero_fails_the_job_on_the_first_kill(cluster: Node) -> No
         90,
     )
     cluster.delete("mxjob", "fragile")
+
+
+def test_killed_server_restarts_the_whole_job_once(cluster: Node) -> None:
+    cluster.apply(exit_code_job(cluster, "reborn"))
+    cluster.wait_log("reborn-worker-0", "round 5 ok", timeout=180)
+    killed = time.monotonic()
+    cluster.kill("reborn-server-0")
+    _, _, message = cluster.wait_condition("reborn", "Restarting", timeout=60)
+    assert "Server replica 0" in message
+    assert "restarting the whole job" in message
+
+    def next_run() -> dict[str, Any] | None:
+        pods = cluster.pods("reborn")
+        run = {
+            name: pod
+            for name, pod in pods.items()
+            if pod["metadata"].get("annotations", {}).get("mxjob.kubeflow.org/run") == "1"
+        }
+        return run if len(run) == 4 and len(pods) == 4 else None
+
+    run = wait_for("every replica of run 1, and nothing of run 0", next_run, 180)
+    recreated = time.monotonic() - killed
+    cluster.wait_condition("reborn", "Succeeded", timeout=180)
+    done = time.monotonic() - killed
+    workers = [name for name in run if "-worker-" in name]
+    assert len(workers) == 2
+    for pod in workers:
+        log = cluster.logs(pod)
+        assert "starts at round 0" in log, log
+        assert "finished 30 rounds" in log, log
+    status = cluster.status("reborn")
+    restarts = sum(s.get("restarts", 0) for s in status["replicaStatuses"].values())
+    assert restarts == 1, status["replicaStatuses"]
+    print(f"\nserver SIGKILL: next run created after {recreated:.1f}s, Succeeded after {done:.1f}s")
