@@ -27,8 +27,9 @@ lint: $(STAMP)
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
-## test: every test tier (lint, unit/fixture/property/HTTP, manifests, end-to-end)
+## test: every test tier (lint, unit/fixture/property/HTTP, manifests, both end-to-end tiers)
 test: lint
+	$(BIN)/python -m tools.cluster prepare
 	$(BIN)/pytest
 
 clean:

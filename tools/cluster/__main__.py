@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from tools.cluster import build
+from tools.cluster import build, node
 from tools.cluster.node import NodeStack, load_any
 from tools.cluster.stack import Stack, StackError, default_run_dir
 
@@ -34,6 +34,25 @@ def cmd_build(args: argparse.Namespace) -> int:
     for name, seconds in spent.items():
         _log(f"  {name:15s} {'cached' if seconds == 0 else f'built in {seconds:.0f}s'}")
     _log(f"build done in {time.monotonic() - start:.1f}s; cache: {args.cache}")
+    return 0
+
+
+def cmd_prepare(args: argparse.Namespace) -> int:
+    """Build what each end-to-end tier needs, with progress on the terminal, before pytest
+    (which captures its fixtures' output) starts; a tier this machine cannot run is skipped
+    with its reason, and its tests skip with the same one."""
+    start = time.monotonic()
+    reason = build.unavailable_reason(args.cache)
+    if reason:
+        _log(f"KWOK tier not prepared: {reason}")
+    else:
+        build.build_all(args.cache, _log)
+    reason = node.host_reason() or reason
+    if reason:
+        _log(f"real-node tier not prepared: {reason}")
+    else:
+        node.prepare(args.cache, _log)
+    _log(f"end-to-end tiers prepared in {time.monotonic() - start:.1f}s")
     return 0
 
 
@@ -140,6 +159,9 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("build", help="build missing components into the cache").set_defaults(
         fn=cmd_build
     )
+    sub.add_parser(
+        "prepare", help="build binaries and images of every tier this machine can run"
+    ).set_defaults(fn=cmd_prepare)
     up = sub.add_parser("up", help="start the stack (idempotent) and print export lines")
     up.add_argument(
         "--port-base",

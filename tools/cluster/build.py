@@ -17,6 +17,7 @@ import shutil
 import subprocess
 import sys
 import tarfile
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -298,6 +299,26 @@ def go_binary_name(pkg: str) -> str:
 
 
 @contextmanager
+def heartbeat(log: Log, what: str, every: float = 30.0) -> Iterator[None]:
+    """Log `still <what> (Ns)` every `every` seconds until the block ends: a cold build is
+    minutes of silence otherwise, which looks like a hang."""
+    done = threading.Event()
+    start = time.monotonic()
+
+    def beat() -> None:
+        while not done.wait(every):
+            log(f"  still {what} ({time.monotonic() - start:.0f}s)")
+
+    thread = threading.Thread(target=beat, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join()
+
+
+@contextmanager
 def locked(path: Path) -> Iterator[None]:
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w") as fh:
@@ -311,7 +332,8 @@ def locked(path: Path) -> Iterator[None]:
 def build_component(component: Component, cache: Path, log: Log) -> float:
     """Build one component unless it is already in the cache; return seconds spent."""
     home = component.home(cache)
-    with locked(cache / f"{component.name}-{component.version}.lock"):
+    what = f"building {component.name} {component.version}"
+    with locked(cache / f"{component.name}-{component.version}.lock"), heartbeat(log, what):
         if component.is_built(cache):
             return 0.0
         start = time.monotonic()

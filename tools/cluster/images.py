@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tools.cluster import build
-from tools.cluster.build import BuildError, Log, locked
+from tools.cluster.build import BuildError, Log, heartbeat, locked
 
 HERE = Path(__file__).resolve().parent / "images"
 REPO = Path(__file__).resolve().parents[2]
@@ -118,7 +118,7 @@ class Builder:
 
     def all(self) -> dict[str, Built]:
         """Every image, building what is missing; keyed by image name."""
-        with locked(self.cache / "images.lock"):
+        with locked(self.cache / "images.lock"), heartbeat(self.log, "building images"):
             self.home.mkdir(parents=True, exist_ok=True)
             images = {"pause": self._pause()}
             base = self._base()

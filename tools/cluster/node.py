@@ -77,8 +77,8 @@ def ensure_host_packages(log: build.Log) -> None:
             raise StackError(f"{' '.join(argv[:2])} failed: {proc.stderr.strip()[-500:]}")
 
 
-def unavailable_reason() -> str | None:
-    """One line saying why this machine cannot run a real node, or None."""
+def host_reason() -> str | None:
+    """One line saying why this host cannot run a real node (builds aside), or None."""
     if os.uname().sysname != "Linux":
         return "the real-node tier runs on Linux only"
     if os.geteuid() != 0:
@@ -87,7 +87,22 @@ def unavailable_reason() -> str | None:
         return "no cgroup filesystem at /sys/fs/cgroup"
     if missing_packages() and shutil.which("apt-get") is None:
         return f"missing Debian packages and no apt-get: {' '.join(missing_packages())}"
-    return build.unavailable_reason(components=(*build.COMPONENTS, *build.NODE_COMPONENTS))
+    return None
+
+
+def unavailable_reason() -> str | None:
+    """One line saying why this machine cannot run a real node, or None."""
+    return host_reason() or build.unavailable_reason(components=ALL_COMPONENTS)
+
+
+ALL_COMPONENTS = (*build.COMPONENTS, *build.NODE_COMPONENTS)
+
+
+def prepare(cache: Path, log: build.Log) -> None:
+    """Everything a real node needs that takes long: packages, binaries, images."""
+    ensure_host_packages(log)
+    build.build_all(cache, log, ALL_COMPONENTS)
+    images.Builder(cache, log).all()
 
 
 def _ip(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -193,7 +208,7 @@ class NodeStack(Stack):
 
     def _build(self) -> None:
         ensure_host_packages(self.log)
-        build.build_all(self.cache_dir, self.log, (*build.COMPONENTS, *build.NODE_COMPONENTS))
+        build.build_all(self.cache_dir, self.log, ALL_COMPONENTS)
         built = images.Builder(self.cache_dir, self.log).all()
         self.images = {name: b.ref for name, b in built.items()}
         self.archives = {name: b.archive for name, b in built.items()}
