@@ -158,9 +158,10 @@ def _trigger(job: Job, plan: SlotPlan) -> tuple[int, str] | None:
         return None
     if pod.phase == FAILED and plan.create_attempt is not None:
         return counts_toward_backoff(pod), describe_exit(pod)
-    if pod.terminating:
-        why = "was disrupted by the cluster" if pod.disrupted else "was deleted"
-        return counts_toward_backoff(pod), why
+    if pod.terminating and pod.disrupted:
+        # Preempted or drained: the pod is deleted, not failed. A deletion without that
+        # condition may be the hook's own (suspend) and is left to the slot's plan.
+        return 0, describe_exit(pod)
     policy = job.spec.replicas[plan.slot.rtype].restart_policy
     if policy in _IN_PLACE and pod.restart_count > 0:
         # The kubelet already restarted it, and its restartCount already counts that restart.
@@ -170,7 +171,7 @@ def _trigger(job: Job, plan: SlotPlan) -> tuple[int, str] | None:
 
 def decide_restart(job: Job, run: int, plans: list[SlotPlan]) -> RunRecord | None:
     """A whole-job restart when a Scheduler/Server (TunerTracker/Tuner) of the run failed in a
-    retryable way, was restarted in place, or was deleted; None otherwise."""
+    retryable way, was restarted in place, or is being taken away by the cluster; else None."""
     for plan in plans:
         trigger = _trigger(job, plan)
         if trigger is None or plan.current is None:
