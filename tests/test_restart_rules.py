@@ -30,6 +30,7 @@ from tests.builders import (
     run,
     running,
     terminated,
+    terminating,
 )
 
 TRAIN = {"Scheduler": replica(1), "Server": replica(1), "Worker": replica(2)}
@@ -58,6 +59,8 @@ def with_policy(replicas: dict[str, Any], policy: str) -> dict[str, Any]:
         ("MXTrain", TRAIN, "mnist-scheduler-0", lambda p: terminated(p, 143), True),
         ("MXTrain", TRAIN, "mnist-server-0", lambda p: terminated(p, 1), False),  # fatal
         ("MXTrain", TRAIN, "mnist-server-0", lambda p: disrupted(terminated(p, None)), True),
+        ("MXTrain", TRAIN, "mnist-server-0", lambda p: disrupted(terminating(p)), True),
+        ("MXTrain", TRAIN, "mnist-server-0", terminating, False),  # e.g. the hook's suspend
         ("MXTune", TUNE, "mnist-tunerserver-1", lambda p: terminated(p, 137), False),
         ("MXTune", TUNE, "mnist-tunertracker-0", lambda p: terminated(p, 137), True),
         ("MXTune", TUNE, "mnist-tuner-0", lambda p: terminated(p, 130), True),

@@ -32,6 +32,7 @@ from hooks.core.restarts import (
     SlotPlan,
     counts_toward_backoff,
     describe_exit,
+    plan_slot,
     replica_words,
 )
 from hooks.core.timestamps import format_time, parse
@@ -138,7 +139,7 @@ def current_run(record: RunRecord | None, pods: dict[Slot, list[ObservedPod]]) -
     return max([record.run if record else 0, *runs])
 
 
-def run_start(
+def _run_start(
     record: RunRecord | None, run: int, pods: dict[Slot, list[ObservedPod]], slot: Slot
 ) -> RunStart:
     """Where the current run begins for a slot; without its record, past every observed name."""
@@ -157,9 +158,10 @@ def _trigger(job: Job, plan: SlotPlan) -> tuple[int, str] | None:
         return None
     if pod.phase == FAILED and plan.create_attempt is not None:
         return counts_toward_backoff(pod), describe_exit(pod)
-    if pod.terminating:
-        why = "was disrupted by the cluster" if pod.disrupted else "was deleted"
-        return counts_toward_backoff(pod), why
+    if pod.terminating and pod.disrupted:
+        # Preempted or drained: the pod is deleted, not failed. A deletion without that
+        # condition may be the hook's own (suspend) and is left to the slot's plan.
+        return 0, describe_exit(pod)
     policy = job.spec.replicas[plan.slot.rtype].restart_policy
     if policy in _IN_PLACE and pod.restart_count > 0:
         # The kubelet already restarted it, and its restartCount already counts that restart.
@@ -169,7 +171,7 @@ def _trigger(job: Job, plan: SlotPlan) -> tuple[int, str] | None:
 
 def decide_restart(job: Job, run: int, plans: list[SlotPlan]) -> RunRecord | None:
     """A whole-job restart when a Scheduler/Server (TunerTracker/Tuner) of the run failed in a
-    retryable way, was restarted in place, or was deleted; None otherwise."""
+    retryable way, was restarted in place, or is being taken away by the cluster; else None."""
     for plan in plans:
         trigger = _trigger(job, plan)
         if trigger is None or plan.current is None:
@@ -193,7 +195,7 @@ def decide_restart(job: Job, run: int, plans: list[SlotPlan]) -> RunRecord | Non
     return None
 
 
-def held(plans: list[SlotPlan], record: RunRecord) -> list[SlotPlan]:
+def _held(plans: list[SlotPlan], record: RunRecord) -> list[SlotPlan]:
     """The run's plans while it is being restarted: nothing created, restarts as recorded."""
     return [
         replace(p, create_attempt=None, restarts=record.start(p.slot).restarts_before)
@@ -201,7 +203,7 @@ def held(plans: list[SlotPlan], record: RunRecord) -> list[SlotPlan]:
     ]
 
 
-def in_progress(record: RunRecord | None, run: int, plans: list[SlotPlan], old: bool) -> bool:
+def _in_progress(record: RunRecord | None, run: int, plans: list[SlotPlan], old: bool) -> bool:
     """Whether the restart into `run` is still under way: older pods observed, or no pod of
     the run has started yet."""
     if record is None or record.run != run:
@@ -231,3 +233,36 @@ def may_create_run(previous: dict[str, Any], restart: RunRecord | None, old: boo
     if old:
         return False
     return restart is None or parent_shows(previous, restart.message(Step.CREATING))
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """The whole job on one sync: the current run's slot plans, older pods still observed, and
+    the whole-job restart decided now (`fresh`) or under way (`restart`) at its `step`."""
+
+    plans: list[SlotPlan]
+    old: list[ObservedPod]
+    fresh: RunRecord | None
+    restart: RunRecord | None
+    step: Step
+
+
+def plan_run(job: Job, pods: dict[Slot, list[ObservedPod]], record: RunRecord | None) -> RunPlan:
+    """Plan every slot within the newest observed run, and decide or continue its restart."""
+    run = current_run(record, pods)
+    slots = job.slots()
+    old = [p for slot in slots for p in pods.get(slot, []) if p.run < run]
+    plans = [
+        plan_slot(
+            slot,
+            job.spec.replicas[slot.rtype].restart_policy,
+            [p for p in pods.get(slot, []) if p.run == run],
+            _run_start(record, run, pods, slot),
+        )
+        for slot in slots
+    ]
+    fresh = None if old else decide_restart(job, run, plans)
+    if fresh is not None:
+        return RunPlan(_held(plans, fresh), old, fresh, fresh, Step.RECORDING)
+    restart = record if _in_progress(record, run, plans, bool(old)) else None
+    return RunPlan(plans, old, None, restart, Step.DELETING if old else Step.CREATING)

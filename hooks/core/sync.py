@@ -1,6 +1,6 @@
 """The hook: one sync request in, the desired children and status out (SPEC §2 to §6).
 
-    read and default the spec → validate → observe children → plan each replica slot →
+    read and default the spec → validate → observe children → plan the run and each slot →
     decide the job's outcome → list the children → build the status
 
 `now` is a parameter and only the activeDeadlineSeconds check reads it.
@@ -21,7 +21,7 @@ from hooks.core.observed import ObservedPod, pods_by_slot
 from hooks.core.outcome import deadline_at, decide
 from hooks.core.pods import desired_pod
 from hooks.core.request import CONFIG_MAP, POD, SyncRequest
-from hooks.core.restarts import SlotPlan, plan_slot
+from hooks.core.restarts import SlotPlan
 from hooks.core.services import desired_service
 from hooks.core.spec import Problem, load
 from hooks.core.timestamps import latest, parse
@@ -71,43 +71,7 @@ def sync(request: SyncRequest, now: datetime) -> SyncResponse:
         return _finished(job, request, record)
     if spec.run_policy.suspend:
         return SyncResponse(status.suspended_status(job, previous), [desired_config(job)])
-    pods = pods_by_slot(job.name, request.group(POD))
-    run_record, record_child = runs.observed_record(job, request.group(CONFIG_MAP))
-    run = runs.current_run(run_record, pods)
-    slots = job.slots()
-    old = [p for slot in slots for p in pods.get(slot, []) if p.run < run]
-    plans = [
-        plan_slot(
-            slot,
-            spec.replicas[slot.rtype].restart_policy,
-            [p for p in pods.get(slot, []) if p.run == run],
-            runs.run_start(run_record, run, pods, slot),
-        )
-        for slot in slots
-    ]
-    fresh = None if old else runs.decide_restart(job, run, plans)
-    if fresh is not None:
-        plans = runs.held(plans, fresh)
-    restart = fresh or (run_record if runs.in_progress(run_record, run, plans, bool(old)) else None)
-    start = status.start_time(previous, pods)
-    step = runs.Step.RECORDING if fresh else runs.Step.DELETING if old else runs.Step.CREATING
-    outcome = decide(job, plans, start, now, restart, step)
-    new_status = status.active_status(job, previous, plans, outcome, start)
-    if outcome.finished:
-        # Record the decision; nothing is deleted until the parent status shows it (SPEC §6).
-        kept = [c for c in children.keep_all(request) if not _is_result(job, c)]
-        return SyncResponse(new_status, [*kept, desired_result(job, new_status)])
-    creating = runs.may_create_run(previous, restart, bool(old))
-    listed = _active_children(job, request, plans, creating)
-    if fresh is not None:
-        listed.append(runs.record_config_map(job, fresh))
-    elif record_child is not None:
-        listed.append(children.as_observed(record_child))
-    if not runs.may_delete_old_run(previous, run_record, plans):
-        listed.extend(_pod_as_listed(job, pod) for pod in old)
-    deadline = deadline_at(job, start)
-    resync = None if deadline is None else max(1.0, math.ceil((deadline - now).total_seconds()))
-    return SyncResponse(new_status, listed, resync)
+    return _active(job, request, now)
 
 
 def finalize(request: SyncRequest, now: datetime) -> SyncResponse:
@@ -148,6 +112,32 @@ def _finished(job: Job, request: SyncRequest, record: dict[str, Any] | None) -> 
         kept.append(desired_result(job, final))
     kept.append(desired_config(job))
     return SyncResponse(final, _unique(kept))
+
+
+def _active(job: Job, request: SyncRequest, now: datetime) -> SyncResponse:
+    """A valid, unsuspended, unfinished job: plan its run, decide, list its children."""
+    previous = request.status
+    pods = pods_by_slot(job.name, request.group(POD))
+    record, record_child = runs.observed_record(job, request.group(CONFIG_MAP))
+    plan = runs.plan_run(job, pods, record)
+    start = status.start_time(previous, pods)
+    outcome = decide(job, plan.plans, start, now, plan.restart, plan.step)
+    new_status = status.active_status(job, previous, plan.plans, outcome, start)
+    if outcome.finished:
+        # Record the decision; nothing is deleted until the parent status shows it (SPEC §6).
+        kept = [c for c in children.keep_all(request) if not _is_result(job, c)]
+        return SyncResponse(new_status, [*kept, desired_result(job, new_status)])
+    creating = runs.may_create_run(previous, plan.restart, bool(plan.old))
+    listed = _active_children(job, request, plan.plans, creating)
+    if plan.fresh is not None:
+        listed.append(runs.record_config_map(job, plan.fresh))
+    elif record_child is not None:
+        listed.append(children.as_observed(record_child))
+    if not runs.may_delete_old_run(previous, record, plan.plans):
+        listed.extend(_pod_as_listed(job, pod) for pod in plan.old)
+    deadline = deadline_at(job, start)
+    resync = None if deadline is None else max(1.0, math.ceil((deadline - now).total_seconds()))
+    return SyncResponse(new_status, listed, resync)
 
 
 def _pod_as_listed(job: Job, pod: ObservedPod) -> dict[str, Any]:

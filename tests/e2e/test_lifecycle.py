@@ -149,6 +149,31 @@ def test_backoff_limit_is_honoured(cluster: Cluster) -> None:
     assert "e2e-backoff-worker-0-r2" not in cluster.pods("e2e-backoff")
 
 
+def test_server_killed_restarts_the_whole_job_once(cluster: Cluster) -> None:
+    """SPEC §5: a Server cannot be replaced alone; every pod goes, run 1 comes with new names."""
+    replicas = {
+        "Scheduler": replica(1, "ExitCode"),
+        "Server": replica(1, "ExitCode"),
+        "Worker": replica(2, "ExitCode"),
+    }
+    cluster.apply(job("e2e-whole", replicas, backoffLimit=2))
+    cluster.wait_condition("e2e-whole", "Running")
+    cluster.stack.terminate_pod("default", "e2e-whole-server-0", 137)
+    _, _, message = cluster.wait_condition("e2e-whole", "Restarting")
+    assert "Server replica 0" in message and "restarting the whole job" in message
+    run1 = {
+        "e2e-whole-scheduler-0-r1",
+        "e2e-whole-server-0-r1",
+        "e2e-whole-worker-0-r1",
+        "e2e-whole-worker-1-r1",
+    }
+    wait_for("run 1 alone", lambda: set(cluster.pods("e2e-whole")) == run1, 120)
+    cluster.wait_condition("e2e-whole", "Running", 120)
+    status = cluster.status("e2e-whole")
+    assert status["replicaStatuses"]["Server"]["restarts"] == 1
+    assert sum(r["restarts"] for r in status["replicaStatuses"].values()) == 1
+
+
 def test_deleting_a_job_collects_its_children(cluster: Cluster) -> None:
     cluster.apply(job("e2e-gc", {"Worker": replica(2)}))
     wait_for("pods", lambda: len(cluster.pods("e2e-gc")) == 2, 60)
