@@ -2,7 +2,7 @@
 # Uses $(BIN) (the virtualenv's bin) and $(STAMP) (requirements installed) from the Makefile.
 # Both start gunicorn on 127.0.0.1 on a port the kernel picks, and stop it when done.
 
-.PHONY: bench load
+.PHONY: bench load fuzz
 
 BENCH_ARGS ?=
 LOAD_ARGS ?=
@@ -14,3 +14,10 @@ bench: $(STAMP)
 ## load: 100,000 requests from concurrent clients against gunicorn; throughput, p99, worker RSS
 load: $(STAMP)
 	$(BIN)/python -m bench.load $(LOAD_ARGS)
+
+FUZZ_ARGS ?=
+
+## fuzz: 100,000 generated requests against gunicorn on 127.0.0.1, every answer checked;
+## failures grouped by root cause, one shrunk reproducer each under .fuzz/ (not part of `make test`)
+fuzz: $(STAMP)
+	$(BIN)/python -m bench.fuzz $(FUZZ_ARGS)
