@@ -21,7 +21,7 @@ from flask import Flask, Response, request
 from flask.logging import default_handler
 from werkzeug.exceptions import HTTPException
 
-from hooks import logs, metrics, wire
+from hooks import etag, logs, metrics, wire
 from hooks.core.request import RequestError, SyncRequest, parse
 from hooks.core.sync import SyncResponse, finalize, sync
 
@@ -140,6 +140,9 @@ def _answer(hook: str, decide: Decide, clock: Clock, testing: bool) -> Response:
     try:
         data = _read_body()
         size = len(data)
+        tag = etag.of(hook, data)
+        if tag is not None and etag.matches(request.headers.get("If-None-Match"), tag):
+            return _not_modified(hook, started, tag, size)
         parsed = _decode(data)
     except _RefusedError as refusal:
         return _refused(hook, started, refusal)
@@ -177,7 +180,29 @@ def _answer(hook: str, decide: Decide, clock: Clock, testing: bool) -> Response:
             fields["problems"] = [str(p) for p in decided.invalid[:LOGGED_PROBLEMS]]
         where = f"{parsed.namespace}/{parsed.name}"
         log.info("%s %s: %s", hook, where, result, extra={logs.FIELDS: fields})
-    return Response(body, status=200, mimetype="application/json")
+    answer = Response(body, status=200, mimetype="application/json")
+    if tag is not None and etag.tagged(hook, decided.resync_after_seconds):
+        answer.headers["ETag"] = tag
+    return answer
+
+
+def _not_modified(hook: str, started: float, tag: str, size: int) -> Response:
+    """Metacontroller still holds the answer to this very body: 304, nothing decoded."""
+    seconds = time.perf_counter() - started
+    metrics.observe(hook, metrics.NOT_MODIFIED, seconds, size, None)
+    log = _log()
+    if log.isEnabledFor(logging.INFO):
+        fields = {
+            "hook": hook,
+            "outcome": metrics.NOT_MODIFIED,
+            "status": 304,
+            "duration_ms": round(seconds * 1000, 3),
+            "request_bytes": size,
+        }
+        log.info("%s: not modified", hook, extra={logs.FIELDS: fields})
+    answer = Response(status=304)
+    answer.headers["ETag"] = tag
+    return answer
 
 
 def _log() -> logging.Logger:
