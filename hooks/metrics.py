@@ -9,7 +9,8 @@ first imported, so the variable must be set before this module is imported.
 Outcomes (label `outcome`): the job's state after the sync, read from the status the hook
 returns (its last condition that is True): created, running, restarting, succeeded, failed,
 suspended; `invalid` for an invalid spec (Failed, reason MXJobInvalidSpec); `rejected` for a
-request refused with a 4xx (not a sync request, malformed JSON, …); `error` for a 500 (a bug).
+request refused with a 4xx (not a sync request, malformed JSON, …); `error` for a 500 (a bug);
+`not_modified` for a 304 (Metacontroller's ETag cache holds the answer, hooks/etag.py).
 """
 
 import os
@@ -30,6 +31,7 @@ CONTENT_TYPE = CONTENT_TYPE_LATEST
 INVALID_REASON = "MXJobInvalidSpec"
 REJECTED = "rejected"
 ERROR = "error"
+NOT_MODIFIED = "not_modified"
 INVALID = "invalid"
 #: What a status without any True condition means: nothing has happened yet.
 NO_CONDITION = "created"

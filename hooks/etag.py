@@ -1,0 +1,62 @@
+"""ETags for Metacontroller's webhook cache (v4: `hooks.sync.webhook.etag`).
+
+With the cache enabled Metacontroller keeps, per parent, the last answer that came with an
+`ETag` header and sends that tag back as `If-None-Match`; a 304 makes it reuse the kept answer.
+The hook is a pure function of the request body, the path and its own code, except for the
+clock: `now` enters a sync only through activeDeadlineSeconds (SPEC §6). So:
+
+- the tag is a SHA-256 of the code version, the path and the body (2.6 ms for 4 MB: the
+  hash of a 1000-replica request costs a fraction of decoding it);
+- an answer that depends on the clock carries no tag: a sync answer with `resyncAfterSeconds`
+  (a deadline still ahead; the answer changes when it passes, and the resync delay itself
+  shrinks with every second), and every finalize answer (finalize drops the resync delay of the
+  sync it wraps, so its answer does not show whether the clock mattered). A cached answer of
+  such a request would be reused with a stale deadline. Once a deadline has passed, the answer
+  (Failed, DeadlineExceeded) no longer changes with the clock and is tagged again.
+
+Metacontroller keeps an entry when a later answer has no tag, and sends its tag again: the tag
+of another body, which never matches, so the hook answers in full. The invariant the tests
+keep (tests/test_etag.py): a sync answer without `resyncAfterSeconds` does not depend on `now`.
+"""
+
+import hashlib
+from pathlib import Path
+
+_PACKAGE = Path(__file__).resolve().parent
+
+
+def _code_version() -> bytes:
+    """A digest of the hook's own source: a new release never reuses an old release's answers."""
+    digest = hashlib.sha256()
+    for source in sorted(_PACKAGE.rglob("*.py")):
+        digest.update(source.relative_to(_PACKAGE).as_posix().encode() + b"\0")
+        digest.update(source.read_bytes() + b"\0")
+    return digest.digest()
+
+
+CODE_VERSION = _code_version()
+#: The hooks whose answers may be tagged (see the module docstring for finalize).
+TAGGED_HOOKS = ("sync",)
+
+
+def of(hook: str, body: bytes) -> str | None:
+    """The tag of the answer to `body` on `hook`, or None for a hook never tagged."""
+    if hook not in TAGGED_HOOKS:
+        return None
+    digest = hashlib.sha256(CODE_VERSION)
+    digest.update(hook.encode() + b"\0")
+    digest.update(body)
+    return f'"{digest.hexdigest()}"'
+
+
+def matches(if_none_match: str | None, tag: str) -> bool:
+    """Whether an `If-None-Match` header names `tag` (a list of tags, weak ones too)."""
+    if not if_none_match:
+        return False
+    listed = (c.strip() for c in if_none_match.split(","))
+    return any(c.removeprefix("W/") == tag for c in listed)
+
+
+def tagged(hook: str, resync_after_seconds: float | None) -> bool:
+    """Whether an answer may carry its tag: not when it depends on the clock."""
+    return hook in TAGGED_HOOKS and resync_after_seconds is None
