@@ -20,9 +20,10 @@ LABELS_VAR = "MXJOB_LABELS"
 CLUSTER_KEY = "cluster"
 LABELS_KEY = "labels"
 #: ps-lite heartbeats, seconds (SPEC §3). Without them a replaced Worker never registers again;
-#: the values are measured with real MXNet (README "Restarts", tools/measure/heartbeats.py).
+#: measured with real MXNet: a replacement registering before the timeout is dropped by ps-lite,
+#: so it is short (README "Heartbeats", tools/measure/heartbeats.py).
 HEARTBEAT_INTERVAL = "1"
-HEARTBEAT_TIMEOUT = "3"
+HEARTBEAT_TIMEOUT = "2"
 
 
 def _compact(value: object) -> str:
