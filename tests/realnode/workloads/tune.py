@@ -32,8 +32,8 @@ def main() -> int:
     session = connect(tracker["url"], int(tracker["port"]), key, servers)
     data = np.arange(12, dtype="float32").reshape(3, 4)
     remote = tvm.runtime.tensor(data, device=session.cpu(0)).numpy()
-    session.upload(b"mxjob", "probe.txt")
-    echoed = session.download("probe.txt")
+    session.upload(bytearray(b"mxjob"), "probe.txt")
+    echoed = bytes(session.download("probe.txt"))
     print(f"tuner: {servers} servers under key {key!r}; array back: {remote.tolist()}", flush=True)
     return 0 if np.array_equal(remote, data) and echoed == b"mxjob" else 1
 
