@@ -115,7 +115,7 @@ def test_ttl_controller_deletes_a_finished_job(cluster: Node) -> None:
     image = cluster.image("mxjob-mxnet")
     job = mxjob(
         "short-lived",
-        {"Worker": replica(image, env={"KVSTORE": "local", "ROUNDS": "3"})},
+        {"Worker": replica(image, env={"KVSTORE": "local"})},
         runPolicy={"ttlSecondsAfterFinished": 10},
     )
     cluster.apply(job)
