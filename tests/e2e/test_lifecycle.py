@@ -1,6 +1,7 @@
 """MXJobs on a real control plane: children, lifecycle, restarts, invalid specs, garbage
 collection, server-side validation of every child, and no hot loop (issue: prove it)."""
 
+import functools
 import json
 import time
 from pathlib import Path
@@ -28,6 +29,13 @@ def example_docs(path: Path) -> list[dict[str, Any]]:
     return [d for d in yaml.safe_load_all(path.read_text()) if d and d.get("kind") == "MXJob"]
 
 
+def _all_services(
+    cluster: Cluster, job: str, wanted: dict[str, Any]
+) -> dict[str, dict[str, Any]] | None:
+    services = cluster.services(job)
+    return services if set(services) >= set(wanted) else None
+
+
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
 def test_example_is_accepted_and_children_appear(cluster: Cluster, path: Path) -> None:
     for doc in example_docs(path):
@@ -44,7 +52,10 @@ def test_example_is_accepted_and_children_appear(cluster: Cluster, path: Path) -
         if "schedulingPolicy" in doc["spec"].get("runPolicy", {}) and not pods_wanted:
             continue  # a gang job waits for its PodGroup; covered by the gang tests
         pods = cluster.wait_pods(name, set(pods_wanted))
-        services = cluster.services(name)
+        # Metacontroller v4 creates a sync's children concurrently: Services may follow pods.
+        services = wait_for(
+            f"{name}'s services", functools.partial(_all_services, cluster, name, pods_wanted)
+        )
         assert set(pods) == set(pods_wanted)
         assert set(services) == set(pods_wanted)
         config_maps = {
