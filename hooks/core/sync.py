@@ -81,8 +81,10 @@ def sync(request: SyncRequest, now: datetime) -> SyncResponse:
     new_status = status.active_status(job, previous, plans, outcome, start)
     if outcome.finished:
         # Record the decision; nothing is deleted until the parent status shows it (SPEC §6).
+        # The config is listed as `_finished` will list it, or the next sync would create it.
         kept = [c for c in children.keep_all(request) if not _is_result(job, c)]
-        return SyncResponse(new_status, [*kept, desired_result(job, new_status)])
+        listed = [*kept, desired_result(job, new_status), desired_config(job)]
+        return SyncResponse(new_status, _unique(listed))
     deadline = deadline_at(job, start)
     resync = None if deadline is None else max(1.0, math.ceil((deadline - now).total_seconds()))
     return SyncResponse(new_status, _active_children(job, request, plans), resync)
