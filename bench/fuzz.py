@@ -11,7 +11,8 @@ re-sends included) and `--deadline` seconds.
 Failures are grouped by root-cause signature: for a 5xx, the exception and the innermost hook
 frame, found by replaying the case in-process; otherwise the check and the mutated field. One
 reproducer per signature is shrunk in-process and saved under `--out` (request body, how to
-send it, what went wrong). Exits non-zero when anything failed or the deadline was reached.
+send it, what went wrong). Worker memory is read before and after. Exits non-zero when anything
+failed, a worker was restarted (crash or timeout) or the deadline was reached.
 
     python -m bench.fuzz [--requests 100000] [--clients 2] [--workers 2] [--seed 0]
 """
@@ -29,7 +30,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench.server import Server, serve
+from bench.server import Server, rss_kib, serve
 from hooks import logs
 from tests import fuzzing
 
@@ -217,9 +218,13 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     env = {"MXJOB_MAX_BODY_BYTES": str(fuzzing.CAMPAIGN_MAX_BODY)}
     with serve(workers=args.workers, env=env) as server:
+        pids = server.worker_pids()
+        before = {pid: rss_kib(pid) for pid in pids}
         t0 = time.monotonic()
         results = run_clients(server, args, started + args.deadline)
         elapsed = time.monotonic() - t0
+        restarted = server.worker_pids() != pids
+        after = {pid: rss_kib(pid) for pid in pids if not restarted}
     sent = sum(r.sent for r in results)
     classes: Counter[str] = sum((r.classes for r in results), Counter())
     print(
@@ -229,7 +234,12 @@ def main(argv: list[str] | None = None) -> int:
     print("requests by input class:")
     for label, count in sorted(classes.items()):
         print(f"  {label:40} {count:7}")
+    for pid, kib in after.items():
+        print(f"worker {pid} VmRSS MiB: {before[pid] / 1024:.1f} before, {kib / 1024:.1f} after")
     failed = _report_failures(results, args)
+    if restarted:
+        print("a gunicorn worker was restarted during the run (crashed or timed out)")
+        failed = True
     if any(r.deadline_hit for r in results):
         print(f"deadline of {args.deadline:.0f} s reached before {args.requests} requests")
         failed = True

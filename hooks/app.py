@@ -166,6 +166,9 @@ def _answer(hook: str, decide: Decide, clock: Clock, testing: bool) -> Response:
     try:
         decided = decide(parsed, clock())
         body = wire.encode(decided.to_json())
+    except RequestError as exc:  # a part of the request the answer would have to echo
+        echoed = {"parent": parsed.parent}
+        return _refused(hook, started, _RefusedError(422, "not_a_sync_request", str(exc), echoed))
     except Exception:
         metrics.observe(hook, metrics.ERROR, time.perf_counter() - started, size, None)
         fields = {**reference, "outcome": metrics.ERROR, "status": 500}

@@ -426,6 +426,16 @@ def deadline_exceeded() -> tuple[dict[str, Any], datetime]:
 
 
 @case
+def deadline_exceeded_config_gone() -> tuple[dict[str, Any], datetime]:
+    """Past the deadline with the job's config ConfigMap gone (deleted by hand): the answer that
+    records DeadlineExceeded lists it again, as the cleanup after it does, so that the next
+    sync only deletes (found by `make fuzz`: it was not a fixpoint)."""
+    job = mxjob(replicas={"Worker": replica(1)}, run_policy={"activeDeadlineSeconds": 600})
+    children = [c for c in all_pods(first_cluster(job), running) if c["kind"] != "ConfigMap"]
+    return request(job, children), NOW
+
+
+@case
 def deadline_exceeded_cleanup() -> tuple[dict[str, Any], datetime]:
     """The parent status shows DeadlineExceeded: every pod goes, whatever cleanPodPolicy says."""
     policy = {"activeDeadlineSeconds": 600, "cleanPodPolicy": "None"}

@@ -4,8 +4,9 @@ from typing import Any
 
 import pytest
 
+from hooks.core.fields import MAX_DEPTH
 from hooks.core.naming import parse_pod_name
-from hooks.core.spec import MAX_REPLICAS, MAX_TEMPLATE_DEPTH, load
+from hooks.core.spec import MAX_REPLICAS, load
 from tests.builders import mxjob, replica, request, run, running
 
 
@@ -35,9 +36,9 @@ def nested(depth: int) -> Any:
             "must be from 0 to 2147483647, got -1",
         ),
         (
-            {"mxReplicaSpecs": {"Worker": replica(1, args=nested(MAX_TEMPLATE_DEPTH))}},
-            "spec.mxReplicaSpecs.Worker.template",
-            f"nests deeper than {MAX_TEMPLATE_DEPTH} levels",
+            {"mxReplicaSpecs": {"Worker": replica(1, args=nested(MAX_DEPTH))}},
+            "spec.mxReplicaSpecs.Worker.template.spec.containers[0].args[0][0][0][0][0]…",
+            f"nests deeper than {MAX_DEPTH} levels",
         ),
     ],
 )

@@ -8,9 +8,9 @@ what identifies them (children are never updated in place: `updateStrategy: OnDe
 from typing import Any
 
 from hooks.core.api import LABEL_REPLICA_INDEX, LABEL_REPLICA_TYPE, CleanPodPolicy
-from hooks.core.fields import dig, dig_dict
+from hooks.core.fields import MAX_DEPTH, dig, dig_dict, too_deep
 from hooks.core.observed import FINISHED_PHASES
-from hooks.core.request import CONFIG_MAP, POD, SERVICE, SyncRequest
+from hooks.core.request import CONFIG_MAP, POD, SERVICE, RequestError, SyncRequest
 
 _METADATA_KEPT = ("name", "namespace", "labels", "annotations")
 _BODY_KEPT = ("spec", "data", "binaryData", "immutable")
@@ -18,7 +18,9 @@ _LAST_APPLIED = "metacontroller.k8s.io/last-applied-configuration"
 
 
 def as_observed(child: dict[str, Any]) -> dict[str, Any]:
-    """An observed child trimmed to its identity and desired content (no status or bookkeeping)."""
+    """An observed child trimmed to its identity and desired content (no status or bookkeeping).
+
+    Raises RequestError when what would be echoed nests beyond MAX_DEPTH."""
     metadata = dig_dict(child, "metadata")
     kept_meta = {k: metadata[k] for k in _METADATA_KEPT if k in metadata}
     annotations = kept_meta.get("annotations")
@@ -34,6 +36,13 @@ def as_observed(child: dict[str, Any]) -> dict[str, Any]:
         "metadata": kept_meta,
     }
     trimmed.update({k: child[k] for k in _BODY_KEPT if k in child})
+    deep = too_deep(trimmed)
+    if deep is not None:
+        # It cannot be written back, and leaving it out would delete it: refuse the request.
+        where = f"{trimmed['kind']} {kept_meta.get('name')}"
+        raise RequestError(
+            f"observed child {where}: '{deep[1:]}' nests deeper than {MAX_DEPTH} levels"
+        )
     return trimmed
 
 
@@ -70,6 +79,8 @@ def after_cleanup(request: SyncRequest, policy: CleanPodPolicy) -> list[dict[str
     return _listed([*pods, *services, *config_maps])
 
 
-def _slot_key(child: dict[str, Any]) -> tuple[object, object]:
+def _slot_key(child: dict[str, Any]) -> tuple[str | None, str | None]:
+    """The replica type and index labels; a value that is not a string matches no slot."""
     labels = dig_dict(child, "metadata", "labels")
-    return labels.get(LABEL_REPLICA_TYPE), labels.get(LABEL_REPLICA_INDEX)
+    kind, index = labels.get(LABEL_REPLICA_TYPE), labels.get(LABEL_REPLICA_INDEX)
+    return (kind if isinstance(kind, str) else None), (index if isinstance(index, str) else None)

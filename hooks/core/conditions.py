@@ -23,7 +23,10 @@ def clean(conditions: object) -> list[dict[str, Any]]:
     return [
         {k: c[k] for k in keys if isinstance(c.get(k), str)}
         for c in conditions
-        if isinstance(c, dict) and c.get("type") in known and c.get("status") in ("True", "False")
+        if isinstance(c, dict)
+        and isinstance(c.get("type"), str)
+        and c["type"] in known
+        and c.get("status") in ("True", "False")
     ]
 
 

@@ -1,4 +1,4 @@
-"""Safe reads of plain JSON: observed objects are read without trusting their shape."""
+"""Safe reads of plain JSON: observed objects are read without trusting their shape or depth."""
 
 from typing import Any
 
@@ -31,3 +31,35 @@ def dig_int(value: object, *keys: str | int) -> int | None:
     """Like `dig`, but only a true integer (not a bool) comes back."""
     found = dig(value, *keys)
     return found if isinstance(found, int) and not isinstance(found, bool) else None
+
+
+#: Nesting allowed in what the hook reads or echoes of a request. Real Kubernetes objects stay
+#: below 20 levels; within 64, every recursive step (copies, repr, orjson, which writes at most
+#: 254 levels) is safe, where ~1000 levels exhaust Python's stack.
+MAX_DEPTH = 64
+#: Path segments shown when naming a value nested too deep.
+_SHOWN_SEGMENTS = 12
+
+
+def too_deep(value: object, limit: int = MAX_DEPTH) -> str | None:
+    """Where `value` nests objects or lists more than `limit` levels deep (`.a[0].b…`, the
+    first segments of the path), or None when it does not; without recursion."""
+    stack: list[tuple[object, tuple[str, ...]]] = [(value, ())]
+    while stack:
+        node, path = stack.pop()
+        if len(path) > limit:
+            shown = "".join(path[:_SHOWN_SEGMENTS])
+            return shown + ("…" if len(path) > _SHOWN_SEGMENTS else "")
+        if isinstance(node, dict):
+            stack.extend(
+                (child, (*path, f".{key}"))
+                for key, child in node.items()
+                if isinstance(child, dict | list)
+            )
+        elif isinstance(node, list):
+            stack.extend(
+                (child, (*path, f"[{i}]"))
+                for i, child in enumerate(node)
+                if isinstance(child, dict | list)
+            )
+    return None

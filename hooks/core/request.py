@@ -1,13 +1,18 @@
 """The Metacontroller sync request, checked for shape and normalised (hook versions v1 and v2).
 
 v1 keys each child group by name, v2 by `namespace/name`; both carry whole objects, so children
-are re-keyed by `metadata.name` (all children live in the parent's namespace).
+are re-keyed by `metadata.name` (all children live in the parent's namespace). A group's key
+`Kind.apiVersion` is what identifies its children: a child whose own `kind` or `apiVersion`
+says otherwise is read (and echoed) with the group's.
+
+Nesting is bounded where the hook recurses into user data: the spec (`spec.load`, a problem
+of the job), the parent's status (here) and echoed children (`children.as_observed`).
 """
 
 from dataclasses import dataclass, field
 from typing import Any
 
-from hooks.core.fields import dig
+from hooks.core.fields import MAX_DEPTH, dig, too_deep
 
 POD = "Pod.v1"
 SERVICE = "Service.v1"
@@ -65,6 +70,9 @@ def parse(body: object) -> SyncRequest:
     finalizing = body.get("finalizing", False)
     if not isinstance(finalizing, bool):
         raise RequestError("'finalizing' must be true or false")
+    deep = too_deep(parent.get("status"))
+    if deep is not None:
+        raise RequestError(f"'parent.status{deep}' nests deeper than {MAX_DEPTH} levels")
     return SyncRequest(parent, _children(body.get("children")), controller, finalizing)
 
 
@@ -78,6 +86,7 @@ def _children(raw: object) -> dict[str, dict[str, dict[str, Any]]]:
         members = {} if listed is None else listed
         if not isinstance(members, dict):
             raise RequestError(f"'children.{key}' must be an object keyed by child name")
+        kind, _, api_version = str(key).partition(".")
         group: dict[str, dict[str, Any]] = {}
         for member_key, child in members.items():
             if not isinstance(child, dict):
@@ -85,6 +94,15 @@ def _children(raw: object) -> dict[str, dict[str, dict[str, Any]]]:
             name = dig(child, "metadata", "name")
             if not isinstance(name, str):
                 raise RequestError(f"'children.{key}.{member_key}' has no metadata.name")
-            group[name] = child
+            group[name] = _identified(child, kind, api_version)
         groups[key] = group
     return groups
+
+
+def _identified(child: dict[str, Any], kind: str, api_version: str) -> dict[str, Any]:
+    """The child with the kind and apiVersion of its group (when the key names both)."""
+    if not kind or not api_version:
+        return child
+    if child.get("kind") == kind and child.get("apiVersion") == api_version:
+        return child
+    return {**child, "kind": kind, "apiVersion": api_version}

@@ -19,14 +19,17 @@ from hooks.core.api import (
     RestartPolicy,
     SuccessPolicy,
 )
+from hooks.core.fields import MAX_DEPTH, too_deep
 
 #: Kubeflow's run-policy fields are int32; larger values only overflow date arithmetic.
 INT32_MAX = 2**31 - 1
 #: Replicas per type: far above any real job, low enough that one sync stays within the hook
 #: timeout (10000 replicas take about 1 s).
 MAX_REPLICAS = 10000
-#: Nesting allowed inside a pod template; real templates stay below 20 levels.
-MAX_TEMPLATE_DEPTH = 64
+#: A value quoted in a problem is cut to this many characters (a message is not a dump).
+MAX_SHOWN = 60
+#: Port protocols Kubernetes accepts.
+PROTOCOLS = ("TCP", "UDP", "SCTP")
 
 _E = TypeVar("_E", JobMode, RestartPolicy, CleanPodPolicy)
 
@@ -166,18 +169,29 @@ class _Reader:
             return enum(value) if isinstance(value, str) else enum(str(value))
         except ValueError:
             allowed = ", ".join(e.value for e in enum)
-            self.fail(path, f"must be one of {allowed}, got {value!r}")
+            self.fail(path, f"must be one of {allowed}, got {shown(value)}")
             return default
 
 
+def shown(value: object) -> str:
+    """A user's value quoted in a problem: its repr, cut to MAX_SHOWN characters."""
+    text = repr(value)
+    return text if len(text) <= MAX_SHOWN else f"{text[:MAX_SHOWN]}…"
+
+
 def load(raw_spec: object) -> tuple[JobSpec | None, list[Problem]]:
-    """Read and default `spec`; returns the spec (None if unusable) and every problem found."""
+    """Read and default `spec`; returns the spec (None if unusable) and every problem found.
+
+    Nesting is bounded first, so that nothing below recurses into a value without limit."""
     reader = _Reader()
     spec = reader.mapping(raw_spec, "spec")
     if spec is None:
         if raw_spec is None:
             reader.fail("spec", "is required")
         return None, reader.problems
+    deep = too_deep(spec)
+    if deep is not None:
+        return None, [Problem(f"spec{deep}", f"nests deeper than {MAX_DEPTH} levels")]
     mode = reader.choice(spec.get("jobMode"), "spec.jobMode", JobMode, JobMode.TRAIN)
     run_policy = _run_policy(reader, spec)
     success = _success_policy(reader, spec.get("successPolicy"))
@@ -293,11 +307,13 @@ def _template(reader: _Reader, raw: object, path: str) -> dict[str, Any] | None:
     if not isinstance(containers, list) or not containers:
         reader.fail(cpath, "must list at least one container")
         return None
+    malformed = [i for i, container in enumerate(containers) if not isinstance(container, dict)]
+    for i in malformed:
+        reader.fail(f"{cpath}[{i}]", "must be an object (a container)")
+    if malformed:
+        return None
     names = []
     for i, container in enumerate(containers):
-        if not isinstance(container, dict):
-            reader.fail(f"{cpath}[{i}]", "must be an object")
-            continue
         names.append(container.get("name"))
         if not isinstance(container.get("image"), str) or not container["image"]:
             reader.fail(f"{cpath}[{i}].image", "every container needs an image")
@@ -309,11 +325,7 @@ def _template(reader: _Reader, raw: object, path: str) -> dict[str, Any] | None:
     if MXNET_CONTAINER not in names:
         reader.fail(cpath, f'one container must be named "{MXNET_CONTAINER}"')
         return None
-    try:
-        pruned: dict[str, Any] = _pruned_copy(template, MAX_TEMPLATE_DEPTH)
-    except _TooDeepError:
-        reader.fail(path, f"nests deeper than {MAX_TEMPLATE_DEPTH} levels")
-        return None
+    pruned: dict[str, Any] = _pruned_copy(template)
     metadata = pruned.setdefault("metadata", {})
     if not isinstance(metadata, dict):
         reader.fail(f"{path}.metadata", "must be an object")
@@ -330,32 +342,40 @@ def _template(reader: _Reader, raw: object, path: str) -> dict[str, Any] | None:
 
 
 def _default_port(reader: _Reader, container: dict[str, Any], path: str) -> None:
-    """Append `mxjob-port: 9091` unless the container already has a port of that name."""
+    """Check the ports (the Services are built from them) and append `mxjob-port: 9091` unless
+    the container already has a port of that name."""
     ports = container.setdefault("ports", [])
     if not isinstance(ports, list):
         reader.fail(f"{path}.ports", "must be a list")
         return
     for i, port in enumerate(ports):
-        number = port.get("containerPort") if isinstance(port, dict) else None
-        if isinstance(number, bool) or not isinstance(number, int) or not 0 < number < 65536:
-            reader.fail(f"{path}.ports[{i}].containerPort", "must be a port number 1-65535")
+        _check_port(reader, port, f"{path}.ports[{i}]")
     if not any(isinstance(p, dict) and p.get("name") == DEFAULT_PORT_NAME for p in ports):
         ports.append({"containerPort": DEFAULT_PORT, "name": DEFAULT_PORT_NAME})
 
 
-class _TooDeepError(ValueError):
-    """A template nested beyond MAX_TEMPLATE_DEPTH."""
+def _check_port(reader: _Reader, port: object, path: str) -> None:
+    if not isinstance(port, dict):
+        reader.fail(path, "must be an object with a containerPort")
+        return
+    number = port.get("containerPort")
+    if isinstance(number, bool) or not isinstance(number, int) or not 0 < number < 65536:
+        reader.fail(f"{path}.containerPort", f"must be a port number 1-65535, got {shown(number)}")
+    name = port.get("name")
+    if name is not None and (not isinstance(name, str) or not name):
+        reader.fail(f"{path}.name", f"must be a non-empty string, got {shown(name)}")
+    protocol = port.get("protocol")
+    if protocol is not None and protocol not in PROTOCOLS:
+        reader.fail(
+            f"{path}.protocol", f"must be one of {', '.join(PROTOCOLS)}, got {shown(protocol)}"
+        )
 
 
-def _pruned_copy(value: Any, depth: int) -> Any:
+def _pruned_copy(value: Any) -> Any:
     """A copy without null fields (`null` means absent in Kubernetes, and emitting it churns
-    diffs); refuses nesting deeper than `depth`, which would exhaust the stack."""
+    diffs); `load` has bounded the nesting already."""
     if isinstance(value, dict):
-        if depth == 0:
-            raise _TooDeepError
-        return {k: _pruned_copy(v, depth - 1) for k, v in value.items() if v is not None}
+        return {k: _pruned_copy(v) for k, v in value.items() if v is not None}
     if isinstance(value, list):
-        if depth == 0:
-            raise _TooDeepError
-        return [_pruned_copy(v, depth - 1) for v in value if v is not None]
+        return [_pruned_copy(v) for v in value if v is not None]
     return value

@@ -125,8 +125,10 @@ def _active(job: Job, request: SyncRequest, now: datetime) -> SyncResponse:
     new_status = status.active_status(job, previous, plan.plans, outcome, start)
     if outcome.finished:
         # Record the decision; nothing is deleted until the parent status shows it (SPEC §6).
+        # The config is listed as `_finished` will list it, or the next sync would create it.
         kept = [c for c in children.keep_all(request) if not _is_result(job, c)]
-        return SyncResponse(new_status, [*kept, desired_result(job, new_status)])
+        listed = [*kept, desired_result(job, new_status), desired_config(job)]
+        return SyncResponse(new_status, _unique(listed))
     creating = runs.may_create_run(previous, plan.restart, bool(plan.old))
     listed = _active_children(job, request, plan.plans, creating)
     if plan.fresh is not None:

@@ -1,0 +1,203 @@
+"""One regression test per root cause `make fuzz` found (each was an HTTP 500 or a re-sync that
+changed something): a bad MXJob is Failed with MXJobInvalidSpec naming the field, a request
+the hook cannot answer is a 422 naming the part, and nothing observed is dropped.
+
+Requests go through the Flask app with TESTING on (tests/fuzzing.py), so a bug raises here.
+"""
+
+import json
+from typing import Any
+
+import pytest
+
+from hooks.core.fields import MAX_DEPTH
+from tests import fuzzing
+from tests.builders import (
+    cluster_after,
+    mxjob,
+    replica,
+    request,
+    run,
+    running,
+    terminated,
+)
+
+Json = dict[str, Any]
+DEEP = "__deep__"
+#: The paths of a one-Worker job's mxnet container and its template.
+TEMPLATE = "spec.mxReplicaSpecs.Worker.template"
+CONTAINERS = f"{TEMPLATE}.spec.containers"
+
+
+def post(body: Json, depth: int = 0) -> tuple[int, Json]:
+    """POST /sync; a `DEEP` string in the body becomes `depth` levels of nesting. Every answer
+    passes the campaign's checks."""
+    data = fuzzing.encode(body)
+    if depth:
+        data = data.replace(json.dumps(DEEP).encode(), fuzzing.nested_json(depth))
+    case = fuzzing.Case(0, "regression", "/sync", data, fuzzing.JSON, body if not depth else None)
+    answer = fuzzing.post_in_process(case.path, case.body, case.content_type)
+    assert fuzzing.check_answer(case, answer) == []
+    return answer[0], fuzzing.decode(answer[2])
+
+
+def worker_job(**template: Any) -> Json:
+    return mxjob(replicas={"Worker": replica(1, **template)})
+
+
+def running_cluster(job: Json) -> list[Json]:
+    return [running(c) if c["kind"] == "Pod" else c for c in cluster_after(run(request(job)))]
+
+
+def failed_condition(answer: Json) -> Json:
+    last: Json = answer["status"]["conditions"][-1]
+    assert (last["type"], last["status"]) == ("Failed", "True"), last
+    return last
+
+
+# --- a bad spec: Failed, MXJobInvalidSpec, the field named, running pods kept --------------
+
+
+def _containers(value: Any) -> Json:
+    job = worker_job()
+    job["spec"]["mxReplicaSpecs"]["Worker"]["template"]["spec"]["containers"] = value
+    return job
+
+
+MXNET = {"name": "mxnet", "image": "mxjob/mxnet:gpu"}
+
+
+@pytest.mark.parametrize(
+    ("job", "depth", "field", "rule"),
+    [
+        # malformed entries in a template's container list
+        (_containers(["x", MXNET]), 0, f"{CONTAINERS}[0]", "must be an object"),
+        (_containers([MXNET, None]), 0, f"{CONTAINERS}[1]", "must be an object"),
+        (_containers([[], 7, MXNET]), 0, f"{CONTAINERS}[1]", "must be an object"),
+        # non-string port names, port numbers out of range, unknown protocols
+        (worker_job(ports=[{"name": 5, "containerPort": 9091}]), 0, "ports[0].name", "got 5"),
+        (worker_job(ports=[{"name": ["a"], "containerPort": 80}]), 0, "ports[0].name", "string"),
+        (worker_job(ports=[{"name": "a", "containerPort": 2**63}]), 0, "containerPort", "1-65535"),
+        (worker_job(ports=[{"name": "a", "containerPort": 1e30}]), 0, "containerPort", "1-65535"),
+        (worker_job(ports=[{"containerPort": 80, "protocol": {}}]), 0, "protocol", "TCP, UDP"),
+        (worker_job(ports=["9091"]), 0, "ports[0]", "must be an object"),
+        # values nested ~1000 levels deep in the spec
+        (mxjob(mode=DEEP), 1000, "spec.jobMode", f"nests deeper than {MAX_DEPTH} levels"),
+        (worker_job(args=DEEP), MAX_DEPTH, "args[0]", f"nests deeper than {MAX_DEPTH} levels"),
+        (mxjob(mode="x" * 100_000), 0, "spec.jobMode", "got 'xxxx"),
+    ],
+)
+def test_bad_spec_fails_naming_the_field_and_keeps_running_pods(
+    job: Json, depth: int, field: str, rule: str
+) -> None:
+    children = running_cluster(worker_job())
+    status, answer = post(request(job, children), depth)
+    assert status == 200
+    condition = failed_condition(answer)
+    assert condition["reason"] == "MXJobInvalidSpec"
+    assert field in condition["message"] and rule in condition["message"]
+    assert len(condition["message"]) < 500  # a user's huge value is quoted, not copied
+    kept = {(c["kind"], c["metadata"]["name"]) for c in answer["children"]}
+    assert kept == {(c["kind"], c["metadata"]["name"]) for c in children}
+
+
+# --- what Metacontroller hands over: malformed parts of a valid job -----------------------
+
+
+def test_condition_types_that_are_not_strings_are_ignored() -> None:
+    job = worker_job()
+    job["status"] = {"conditions": [{"type": {}, "status": "True"}, {"type": ["Failed"]}]}
+    status, answer = post(request(job, running_cluster(job)))
+    assert status == 200
+    assert answer["status"]["conditions"][-1]["type"] == "Running"
+
+
+def _finished(labels: Any) -> Json:
+    """A succeeded job whose observed Service carries `labels`."""
+    job = worker_job()
+    children = [
+        terminated(c, 0) if c["kind"] == "Pod" else c for c in cluster_after(run(request(job)))
+    ]
+    job["status"] = run(request(job, children)).status
+    for child in children:
+        if child["kind"] == "Service":
+            child["metadata"]["labels"] = labels
+    return request(job, children)
+
+
+@pytest.mark.parametrize(
+    "labels",
+    [
+        {"training.kubeflow.org/replica-type": [], "training.kubeflow.org/replica-index": {}},
+        {"training.kubeflow.org/replica-index": ["0"]},
+        [],
+        None,
+    ],
+)
+def test_services_with_malformed_labels_of_a_finished_job(labels: Any) -> None:
+    status, answer = post(_finished(labels))
+    assert status == 200
+    assert answer["status"]["conditions"][-1]["type"] == "Succeeded"
+
+
+def test_a_child_is_echoed_with_the_kind_of_its_group() -> None:
+    """An invalid job lists every observed child; each with the group's kind and apiVersion."""
+    body = request(mxjob(mode="Nope"), running_cluster(worker_job()))
+    for group in body["children"].values():
+        for child in group.values():
+            child["kind"] = ["not", "a", "kind"]
+            del child["apiVersion"]
+    status, answer = post(body)
+    assert status == 200
+    assert {(c["kind"], c["apiVersion"]) for c in answer["children"]} == {
+        ("Pod", "v1"),
+        ("Service", "v1"),
+        ("ConfigMap", "v1"),
+    }
+
+
+# --- too deep to answer: 422 naming the part, nothing deleted -------------------------------
+
+
+def test_an_observed_child_deeper_than_the_spec_limit_is_echoed_unchanged() -> None:
+    """The fast decoder (hooks/wire.py) keeps a child's spec as its raw bytes: an invalid job
+    echoes a child nested past the spec limit exactly as observed, so nothing is deleted."""
+    children = running_cluster(worker_job())
+    pod = next(c for c in children if c["kind"] == "Pod")
+    pod["spec"]["nodeSelector"] = {"deep": DEEP}
+    status, answer = post(request(mxjob(mode="Nope"), children), MAX_DEPTH + 1)
+    assert status == 200
+    (echoed,) = [c for c in answer["children"] if c["kind"] == "Pod"]
+    assert echoed["spec"]["nodeSelector"]["deep"] == json.loads(fuzzing.nested_json(MAX_DEPTH + 1))
+
+
+def test_an_observed_child_too_deep_to_echo_is_refused() -> None:
+    """An invalid job must echo its children; one nested ~1000 deep (past what the fast
+    decoder vouches for) cannot be written back, and leaving it out would delete it."""
+    children = running_cluster(worker_job())
+    pod = next(c for c in children if c["kind"] == "Pod")
+    pod["spec"]["nodeSelector"] = {"deep": DEEP}
+    status, answer = post(request(mxjob(mode="Nope"), children), 1000)
+    assert (status, answer["error"]) == (422, "not_a_sync_request")
+    assert f"Pod {pod['metadata']['name']}" in answer["message"]
+    assert "spec.nodeSelector.deep" in answer["message"]
+
+
+def test_a_parent_status_too_deep_is_refused() -> None:
+    job = worker_job()
+    job["status"] = {"replicaStatuses": {"Worker": DEEP}}
+    status, answer = post(request(job, running_cluster(job)), 1000)
+    assert (status, answer["error"]) == (422, "not_a_sync_request")
+    assert "parent.status.replicaStatuses.Worker" in answer["message"]
+
+
+# --- a job past its deadline: the re-sync only deletes (golden: deadline-exceeded-config-gone)
+
+
+def test_deadline_decision_then_cleanup_creates_nothing() -> None:
+    job = mxjob(replicas={"Worker": replica(1)}, run_policy={"activeDeadlineSeconds": 600})
+    children = [c for c in running_cluster(job) if c["kind"] != "ConfigMap"]
+    body = request(job, children)
+    case = fuzzing.Case(0, "regression", "/sync", fuzzing.encode(body), fuzzing.JSON, body)
+    first = fuzzing.post_in_process(case.path, case.body, case.content_type)
+    assert fuzzing.check_fixpoint(case, first, fuzzing.post_in_process).failures == []
