@@ -233,6 +233,8 @@ def test_gunicorn_serves_the_seed_job() -> None:
             conn.request(method, path, body=data, headers=headers)
             answer = conn.getresponse()
             result = answer.status, answer.read()
+            # Sync workers close every connection after its response (no keep-alive).
+            assert answer.getheader("Connection") == "close"
             conn.close()
             return result
 
