@@ -1,12 +1,15 @@
 # Two commands are all a newcomer needs: `make run` and `make test`.
-# Both create .venv from the pinned requirements on first use.
+# Both create .venv from the pinned requirements on first use; `make help` lists every target.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PORT ?= 8080
 
-.PHONY: run test lint venv clean
+.PHONY: help run test lint venv clean
+
+# A bare `make` creates .venv (and nothing else), as it always has.
+.DEFAULT_GOAL := venv
 
 $(STAMP): requirements.txt requirements-dev.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -14,7 +17,15 @@ $(STAMP): requirements.txt requirements-dev.txt
 	$(BIN)/pip install --quiet -r requirements-dev.txt
 	touch $@
 
+## venv: create .venv from the pinned requirements (what a bare `make` does)
 venv: $(STAMP)
+
+## help: list the targets (from the `## target: text` comments of the Makefile and its includes)
+help:
+	@awk '/^## / { line = substr($$0, 4); gsub(/[$$][$$]/, "$$", line); \
+		if (match(line, /^[-a-z]+: /)) { more = 1; name = substr(line, 1, RLENGTH - 2); \
+			printf "  %-15s %s\n", name, substr(line, RLENGTH + 1) } \
+		else if (more) printf "  %-15s %s\n", "", line; next } { more = 0 }' $(MAKEFILE_LIST)
 
 ## run: serve the hook with gunicorn on $$PORT (default 8080)
 run: $(STAMP)
@@ -31,12 +42,13 @@ lint: $(STAMP)
 test: lint
 	$(BIN)/pytest
 
+## clean: remove .venv and the tool caches
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
 
-## bench / load: performance figures (see README, Performance)
+# bench / load: performance figures (docs/performance.md)
 include bench/bench.mk
 
-## up / down: the local playground (control plane + CRD + CompositeController + hook on 8080)
+# up / down: the local playground (control plane + CRD + CompositeController + hook on 8080)
 CLUSTER_UP_FLAGS ?= --install-project --hook-cmd 'make -C $(CURDIR) run'
 include tools/cluster/cluster.mk
