@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PORT ?= 8080
 
-.PHONY: help run test lint venv clean
+.PHONY: help run test lint venv lock clean
 
 # A bare `make` creates .venv (and nothing else), as it always has.
 .DEFAULT_GOAL := venv
@@ -14,7 +14,7 @@ PORT ?= 8080
 $(STAMP): requirements.txt requirements-dev.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -r requirements-dev.txt
+	$(BIN)/pip install --quiet --require-hashes -r requirements-dev.txt
 	touch $@
 
 ## venv: create .venv from the pinned requirements (what a bare `make` does)
@@ -41,6 +41,17 @@ lint: $(STAMP)
 ## test: every test tier (lint, unit/fixture/property/HTTP, manifests, end-to-end)
 test: lint
 	$(BIN)/pytest
+
+# uv resolves for the image's Python on every platform, so one lock fits the image and laptops.
+LOCK_FLAGS := --quiet --universal --python-version 3.11 --generate-hashes
+LOCK_ARGS ?=
+
+## lock: pin every dependency with hashes from requirements*.in into requirements*.txt
+## (kept pins stay; LOCK_ARGS=--upgrade-package=NAME moves one, LOCK_ARGS=--upgrade all)
+lock: $(STAMP)
+	$(BIN)/uv pip compile $(LOCK_FLAGS) $(LOCK_ARGS) requirements.in -o requirements.txt
+	$(BIN)/uv pip compile $(LOCK_FLAGS) $(LOCK_ARGS) requirements-dev.in -c requirements.txt \
+		-o requirements-dev.txt
 
 ## clean: remove .venv and the tool caches
 clean:
