@@ -31,11 +31,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from bench.requests import BENCH_NOW, encode, sync_request
-from bench.server import Server, rss_kib, serve
 from hooks.app import collector_paused, create_app
 from hooks.core.request import parse
 from hooks.core.sync import sync
 from hooks.logs import LOGGER_NAME
+from testsupport.server import Server, rss_kib, serve
 
 SIZES = (1, 10, 100, 1000, 5000)
 MIN_ITERATIONS = 5
