@@ -9,7 +9,8 @@ interleaved so that noise from other processes hits all three alike:
 - HTTP: a POST over loopback to gunicorn (the project's config, one sync worker).
 It prints a markdown table: medians and p99s, the ratios hook/floor, the growth exponent
 log(t2/t1)/log(n2/n1) between consecutive sizes (1 is linear), and the bytes per replica of
-request and response (SPEC §3: constant as the job grows). Iterations per size fit a time budget.
+request and response (constant as the job grows: docs/environment.md#mx_config). Iterations
+per size fit a time budget.
 
     python -m bench.run [--sizes 1,10,100] [--budget SECONDS] [--profile REPLICAS]
 """

@@ -1,4 +1,4 @@
-"""The HTTP contract (SPEC §7) through the Flask test client, one test per status code the
+"""The HTTP contract (docs/http.md) through the Flask test client, one test per status code the
 adapter can answer, and once through the real gunicorn server on a free loopback port."""
 
 import json
