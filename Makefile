@@ -1,20 +1,31 @@
 # Two commands are all a newcomer needs: `make run` and `make test`.
-# Both create .venv from the pinned requirements on first use.
+# Both create .venv from the pinned requirements on first use; `make help` lists every target.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PORT ?= 8080
 
-.PHONY: run test lint venv clean
+.PHONY: help run test lint venv lock clean
+
+# A bare `make` creates .venv (and nothing else), as it always has.
+.DEFAULT_GOAL := venv
 
 $(STAMP): requirements.txt requirements-dev.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -r requirements-dev.txt
+	$(BIN)/pip install --quiet --require-hashes -r requirements-dev.txt
 	touch $@
 
+## venv: create .venv from the pinned requirements (what a bare `make` does)
 venv: $(STAMP)
+
+## help: list the targets (from the `## target: text` comments of the Makefile and its includes)
+help:
+	@awk '/^## / { line = substr($$0, 4); gsub(/[$$][$$]/, "$$", line); \
+		if (match(line, /^[-a-z]+: /)) { more = 1; name = substr(line, 1, RLENGTH - 2); \
+			printf "  %-15s %s\n", name, substr(line, RLENGTH + 1) } \
+		else if (more) printf "  %-15s %s\n", "", line; next } { more = 0 }' $(MAKEFILE_LIST)
 
 ## run: serve the hook with gunicorn on $$PORT (default 8080)
 run: $(STAMP)
@@ -32,12 +43,24 @@ test: lint
 	$(BIN)/python -m tools.cluster prepare
 	$(BIN)/pytest
 
+# uv resolves for the image's Python on every platform, so one lock fits the image and laptops.
+LOCK_FLAGS := --quiet --universal --python-version 3.11 --generate-hashes
+LOCK_ARGS ?=
+
+## lock: pin every dependency with hashes from requirements*.in into requirements*.txt
+## (kept pins stay; LOCK_ARGS=--upgrade-package=NAME moves one, LOCK_ARGS=--upgrade all)
+lock: $(STAMP)
+	$(BIN)/uv pip compile $(LOCK_FLAGS) $(LOCK_ARGS) requirements.in -o requirements.txt
+	$(BIN)/uv pip compile $(LOCK_FLAGS) $(LOCK_ARGS) requirements-dev.in -c requirements.txt \
+		-o requirements-dev.txt
+
+## clean: remove .venv and the tool caches
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
 
-## bench / load: performance figures (see README, Performance)
+# bench / load: performance figures (docs/performance.md)
 include bench/bench.mk
 
-## up / down: the local playground (control plane + CRD + CompositeController + hook on 8080)
+# up / down: the local playground (control plane + CRD + CompositeController + hook on 8080)
 CLUSTER_UP_FLAGS ?= --install-project --hook-cmd 'make -C $(CURDIR) run'
 include tools/cluster/cluster.mk

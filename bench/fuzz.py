@@ -30,9 +30,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench.server import Server, rss_kib, serve
 from hooks import logs
-from tests import fuzzing
+from testsupport import fuzzing
+from testsupport.server import Server, rss_kib, serve
 
 #: Predicate evaluations a shrink may spend.
 SHRINK_BUDGET = 400

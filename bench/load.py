@@ -25,8 +25,8 @@ import sys
 import time
 from dataclasses import dataclass, field
 
-from bench.requests import STATES, encode, path_of, sync_request
-from bench.server import Server, rss_kib, serve
+from testsupport.requests import STATES, encode, path_of, sync_request
+from testsupport.server import Server, rss_kib, serve
 
 #: Job sizes of the mix (replicas) and how many times each appears: small jobs dominate.
 MIX_SIZES = {2: 3, 5: 2, 10: 1}
@@ -118,10 +118,7 @@ def run_clients(server: Server, total: int, clients: int, deadline: float) -> li
 
 def syncs_counted(server: Server) -> float:
     """Sum of mxjob_hook_syncs_total over every label set, from one scrape."""
-    conn = server.connection(timeout=10)
-    conn.request("GET", "/metrics")
-    text = conn.getresponse().read().decode()
-    conn.close()
+    text = server.call("GET", "/metrics")[1].decode()
     return sum(float(v) for v in _SYNCS.findall(text))
 
 

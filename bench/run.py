@@ -9,7 +9,8 @@ interleaved so that noise from other processes hits all three alike:
 - HTTP: a POST over loopback to gunicorn (the project's config, one sync worker).
 It prints a markdown table: medians and p99s, the ratios hook/floor, the growth exponent
 log(t2/t1)/log(n2/n1) between consecutive sizes (1 is linear), and the bytes per replica of
-request and response (SPEC §3: constant as the job grows). Iterations per size fit a time budget.
+request and response (constant as the job grows: docs/environment.md#mx_config). Iterations
+per size fit a time budget.
 
 It ends with the goals of issue 12, each marked met or NOT MET. The machine it runs on may be
 shared: the ratios (hook and floor timed in the same run, interleaved) are what to compare.
@@ -33,12 +34,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from bench.requests import BENCH_NOW, encode, sync_request
-from bench.server import Server, rss_kib, serve
 from hooks import etag, wire
 from hooks.app import collector_paused, create_app
 from hooks.core.sync import sync
 from hooks.logs import LOGGER_NAME
+from testsupport.requests import BENCH_NOW, encode, sync_request
+from testsupport.server import Server, rss_kib, serve
 
 SIZES = (1, 10, 100, 1000, 5000)
 MIN_ITERATIONS = 5

@@ -1,8 +1,11 @@
 """gunicorn settings for a CPU-bound JSON hook (read by `gunicorn --config`).
 
 Sync workers, one per CPU by default: each request is pure computation, so threads would only
-contend for the GIL. The worker timeout stays below Metacontroller's hook timeout (10 s default)
-so a stuck worker is replaced before Metacontroller gives up and retries.
+contend for the GIL. Sync workers close every connection after its response (gunicorn's
+`keepalive` setting does not apply to them), so each Metacontroller call opens a new
+connection: a TCP handshake, small next to the JSON of a sync. The worker timeout stays below
+Metacontroller's hook timeout (10 s default) so a stuck worker is replaced before Metacontroller
+gives up and retries.
 
 Metrics: every worker writes its values to files under `PROMETHEUS_MULTIPROC_DIR` and
 `GET /metrics` sums them (hooks/metrics.py). When the variable is not set, a private directory
@@ -29,7 +32,6 @@ workers = int(os.environ.get("WEB_CONCURRENCY", multiprocessing.cpu_count()))
 worker_class = "sync"
 timeout = int(os.environ.get("GUNICORN_TIMEOUT", "9"))
 graceful_timeout = 5
-keepalive = 30
 # The heartbeat file lives on tmpfs so a read-only root filesystem is fine and I/O never stalls.
 _TMPFS = "/dev/shm"
 _TMP = _TMPFS if os.path.isdir(_TMPFS) else None

@@ -1,10 +1,15 @@
-"""Prometheus metrics of the hook, served on `GET /metrics` (SPEC §7).
+"""Prometheus metrics of the hook, served on `GET /metrics` (docs/http.md#metrics).
 
 Under gunicorn every worker is a process of its own, so the values live in files: with
 `PROMETHEUS_MULTIPROC_DIR` set (by `gunicorn_config.py`, on tmpfs) each scrape sums every
 worker's files, including those of workers that have exited. Without it (the Flask test client,
 a single process) the default registry is used. prometheus-client picks its storage when it is
 first imported, so the variable must be set before this module is imported.
+
+A worker creates its file empty and sizes it a moment later; prometheus-client's own collector
+fails the whole scrape on an empty file (client_python issue 1199), so a scrape while a worker
+starts answered 500, and a worker killed in that moment would have broken every later scrape.
+Empty files hold no values yet and are left out.
 
 Outcomes (label `outcome`): the job's state after the sync, read from the status the hook
 returns (its last condition that is True): created, running, restarting, succeeded, failed,
@@ -13,7 +18,9 @@ request refused with a 4xx (not a sync request, malformed JSON, …); `error` fo
 `not_modified` for a 304 (Metacontroller's ETag cache holds the answer, hooks/etag.py).
 """
 
+import glob
 import os
+from collections.abc import Iterable
 from typing import Any
 
 from prometheus_client import (
@@ -23,8 +30,10 @@ from prometheus_client import (
     Counter,
     Histogram,
     generate_latest,
-    multiprocess,
 )
+from prometheus_client.metrics_core import Metric
+from prometheus_client.multiprocess import MultiProcessCollector
+from prometheus_client.registry import Collector
 
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 CONTENT_TYPE = CONTENT_TYPE_LATEST
@@ -52,13 +61,13 @@ DURATION = Histogram(
 _SIZES = tuple(float(4**k * 1024) for k in range(10))  # 1 KiB … 256 MiB
 REQUEST_BYTES = Histogram(
     "mxjob_hook_request_bytes",
-    "Size of sync request bodies: grows linearly with the job's replicas (SPEC §3).",
+    "Size of sync request bodies: grows linearly with the job's replicas.",
     ["hook"],
     buckets=_SIZES,
 )
 RESPONSE_BYTES = Histogram(
     "mxjob_hook_response_bytes",
-    "Size of sync response bodies: grows linearly with the job's replicas (SPEC §3).",
+    "Size of sync response bodies: grows linearly with the job's replicas.",
     ["hook"],
     buckets=_SIZES,
 )
@@ -95,10 +104,25 @@ def observe(
         INVALID_SPECS.inc()
 
 
+class _WorkerFiles(Collector):
+    """Every worker's values in `directory`, summed; files not yet sized are left out."""
+
+    def __init__(self, directory: str) -> None:
+        self.directory = directory
+
+    def collect(self) -> Iterable[Metric]:
+        paths = glob.glob(os.path.join(self.directory, "*.db"))
+        sized = [path for path in paths if os.path.getsize(path) > 0]
+        merge = MultiProcessCollector.merge
+        merged: Iterable[Metric] = merge(sized, accumulate=True)  # type: ignore[no-untyped-call]
+        return merged
+
+
 def exposition() -> bytes:
     """The Prometheus text of every worker (multiprocess mode) or of this process."""
-    if os.environ.get(MULTIPROC_ENV):
-        registry = CollectorRegistry()
-        multiprocess.MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
-        return generate_latest(registry)
-    return generate_latest(REGISTRY)
+    directory = os.environ.get(MULTIPROC_ENV)
+    if not directory:
+        return generate_latest(REGISTRY)
+    registry = CollectorRegistry()
+    registry.register(_WorkerFiles(directory))
+    return generate_latest(registry)

@@ -38,7 +38,8 @@ BAD_EXAMPLES = Path(__file__).resolve().parent / "bad_examples"
 SCHEMAS = Path(__file__).resolve().parent / "schemas"
 CRD_FILE = MANIFESTS / "crd" / "mxjobs.kubeflow.org.yaml"
 
-#: The Kubernetes release the project targets (SPEC §9); the newest the package has otherwise.
+#: The Kubernetes release the project targets (docs/testing.md#end-to-end-kwok); the newest
+#: the package has otherwise.
 WANTED_KUBERNETES = "1.36.0"
 NOW = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
 CREATED = "2026-03-01T11:00:00Z"

@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 
 from hooks.core.fields import MAX_DEPTH
-from tests import fuzzing
 from tests.builders import (
     cluster_after,
     mxjob,
@@ -21,6 +20,7 @@ from tests.builders import (
     running,
     terminated,
 )
+from testsupport import fuzzing
 
 Json = dict[str, Any]
 DEEP = "__deep__"
@@ -171,6 +171,7 @@ def test_an_observed_child_deeper_than_the_spec_limit_is_echoed_unchanged() -> N
     assert echoed["spec"]["nodeSelector"]["deep"] == json.loads(fuzzing.nested_json(MAX_DEPTH + 1))
 
 
+@pytest.mark.usefixtures("default_recursion_limit")
 def test_an_observed_child_too_deep_to_echo_is_refused() -> None:
     """An invalid job must echo its children; one nested ~1000 deep (past what the fast
     decoder vouches for) cannot be written back, and leaving it out would delete it."""

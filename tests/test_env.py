@@ -1,4 +1,4 @@
-"""SPEC §3: the environment each process sees, resolved as the kubelet resolves it."""
+"""docs/environment.md: the environment each process sees, resolved as the kubelet resolves it."""
 
 import json
 from typing import Any

@@ -2,6 +2,7 @@
 answer that depends on the clock."""
 
 import json
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
@@ -11,7 +12,7 @@ from hypothesis import strategies as st
 
 from hooks import etag
 from tests.builders import NOW, created, mxjob, request, run
-from tests.test_http import JSON, make_client
+from tests.test_http import JSON
 from tests.test_properties import PROFILE, states
 
 
@@ -25,7 +26,9 @@ def running_job(**run_policy: Any) -> bytes:
     return json.dumps(request(job, [created(c) for c in run(request(job)).children])).encode()
 
 
-def test_an_answer_carries_the_tag_of_its_body_and_the_same_body_gets_304() -> None:
+def test_an_answer_carries_the_tag_of_its_body_and_the_same_body_gets_304(
+    make_client: Callable[..., FlaskClient],
+) -> None:
     client = make_client()
     data = running_job()
     first = send(client, data)
@@ -41,7 +44,9 @@ def test_an_answer_carries_the_tag_of_its_body_and_the_same_body_gets_304() -> N
     assert other.status_code == 200 and other.headers["ETag"] != tag
 
 
-def test_304_is_counted_and_logged_as_not_modified() -> None:
+def test_304_is_counted_and_logged_as_not_modified(
+    make_client: Callable[..., FlaskClient],
+) -> None:
     client = make_client()
     data = running_job()
     send(client, data, tag=send(client, data).headers["ETag"])
@@ -49,7 +54,9 @@ def test_304_is_counted_and_logged_as_not_modified() -> None:
     assert 'mxjob_hook_syncs_total{hook="sync",outcome="not_modified"}' in exposition
 
 
-def test_a_deadline_ahead_means_no_tag_and_a_full_answer() -> None:
+def test_a_deadline_ahead_means_no_tag_and_a_full_answer(
+    make_client: Callable[..., FlaskClient],
+) -> None:
     """The answer changes when the deadline passes, and its resyncAfterSeconds every second."""
     data = running_job(activeDeadlineSeconds=7200)
     client = make_client()
@@ -64,7 +71,9 @@ def test_a_deadline_ahead_means_no_tag_and_a_full_answer() -> None:
     assert again.status_code == 200 and "ETag" not in again.headers
 
 
-def test_a_deadline_passed_is_tagged_again() -> None:
+def test_a_deadline_passed_is_tagged_again(
+    make_client: Callable[..., FlaskClient],
+) -> None:
     data = running_job(activeDeadlineSeconds=60)
     late = make_client(CLOCK=lambda: NOW + timedelta(days=1))
     answer = send(late, data)
@@ -75,7 +84,9 @@ def test_a_deadline_passed_is_tagged_again() -> None:
     assert answer.headers["ETag"] == etag.of("sync", data)
 
 
-def test_finalize_is_never_tagged() -> None:
+def test_finalize_is_never_tagged(
+    make_client: Callable[..., FlaskClient],
+) -> None:
     client = make_client()
     data = running_job()
     answer = send(client, data, "/finalize", tag=etag.of("finalize", data) or '"x"')
@@ -83,7 +94,9 @@ def test_finalize_is_never_tagged() -> None:
     assert etag.of("finalize", data) is None
 
 
-def test_refused_requests_are_not_tagged() -> None:
+def test_refused_requests_are_not_tagged(
+    make_client: Callable[..., FlaskClient],
+) -> None:
     """Metacontroller caches only answers that carried a tag: a 4xx never does."""
     refused = send(make_client(), b"{")
     assert refused.status_code == 400 and "ETag" not in refused.headers

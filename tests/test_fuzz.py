@@ -29,8 +29,8 @@ from hypothesis import strategies as st
 
 from hooks.app import create_app
 from hooks.core.fields import MAX_DEPTH
-from tests import fuzzing
 from tests.builders import NOW, mxjob
+from testsupport import fuzzing
 
 FIXTURES = Path(__file__).parent / "fixtures"
 BASES: list[dict[str, Any]] = [
@@ -245,17 +245,7 @@ def test_recorded_request_with_wrong_values_anywhere(body: dict[str, Any], path:
 #: Nesting depths around the limits that matter: orjson writes 254 levels and reads 1024,
 #: Python recurses about 1000 frames deep.
 DEPTHS = (1, 254, 255, 400, 500, 1000, 1030)
-PYTHON_DEFAULT_RECURSION_LIMIT = 1000
 PLACES = ("args", "node-selector", "pod-status", "controller", "parent-status")
-
-
-@pytest.fixture
-def default_recursion_limit() -> Iterator[None]:
-    """Python's default limit, as in a gunicorn worker (hypothesis may leave it raised)."""
-    limit = sys.getrecursionlimit()
-    sys.setrecursionlimit(PYTHON_DEFAULT_RECURSION_LIMIT)
-    yield
-    sys.setrecursionlimit(limit)
 
 
 @pytest.mark.usefixtures("default_recursion_limit")

@@ -1,7 +1,8 @@
-"""The HTTP contract (SPEC §7) through the Flask test client, one test per status code the
+"""The HTTP contract (docs/http.md) through the Flask test client, one test per status code the
 adapter can answer, and once through the real gunicorn server on a free loopback port."""
 
 import json
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -10,26 +11,14 @@ import pytest
 from flask.testing import FlaskClient
 from werkzeug.test import TestResponse
 
-from bench.server import serve
 from hooks.app import create_app
-from tests.builders import NOW, created, mxjob, replica, request, run
+from tests.builders import created, mxjob, replica, request, run
+from testsupport.server import serve
 
-FIXTURES = Path(__file__).parent / "fixtures"
-CASES = sorted(p for p in FIXTURES.iterdir() if p.is_dir())
-SEED = FIXTURES / "dist-first-sync"
 SYNC_KEYS = {"status", "children"}
 OPTIONAL_SYNC_KEYS = {"resyncAfterSeconds"}
 FINALIZE_KEYS = {"status", "children", "finalized"}
 JSON = "application/json"
-
-
-def make_client(**config: Any) -> FlaskClient:
-    return create_app({"TESTING": True, "CLOCK": lambda: NOW, **config}).test_client()
-
-
-@pytest.fixture
-def client() -> FlaskClient:
-    return make_client()
 
 
 def post(client: FlaskClient, body: object, path: str = "/sync") -> TestResponse:
@@ -56,9 +45,10 @@ def load_case(case: Path) -> tuple[bytes, datetime, dict[str, Any]]:
 # --- 200 --------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("case", CASES, ids=lambda p: p.name)
-def test_sync_answers_the_recorded_response(case: Path) -> None:
-    body, now, want = load_case(case)
+def test_sync_answers_the_recorded_response(
+    fixture_case: Path, make_client: Callable[..., FlaskClient]
+) -> None:
+    body, now, want = load_case(fixture_case)
     answer = make_client(CLOCK=lambda: now).post("/sync", data=body, content_type=JSON)
     assert answer.status_code == 200
     assert answer.mimetype == JSON
@@ -148,7 +138,7 @@ def test_json_with_a_charset_is_accepted(client: FlaskClient) -> None:
 
 
 @pytest.mark.parametrize("path", ["/sync", "/finalize"])
-def test_too_large_a_body_is_413(path: str) -> None:
+def test_too_large_a_body_is_413(path: str, make_client: Callable[..., FlaskClient]) -> None:
     small = make_client(MAX_CONTENT_LENGTH=1024)
     answer = post(small, request(mxjob()), path)
     assert_error(answer, 413, "request_entity_too_large")
@@ -210,7 +200,7 @@ def test_a_bug_is_a_500_with_the_same_error_shape() -> None:
     assert_error(answer, 500, "internal_server_error")
 
 
-def test_a_bug_propagates_in_testing_mode() -> None:
+def test_a_bug_propagates_in_testing_mode(make_client: Callable[..., FlaskClient]) -> None:
     def broken_clock() -> datetime:
         raise RuntimeError("clock broken")
 
@@ -222,27 +212,19 @@ def test_a_bug_propagates_in_testing_mode() -> None:
 # --- the real server --------------------------------------------------------------------
 
 
-def test_gunicorn_serves_the_seed_job() -> None:
+def test_gunicorn_serves_the_seed_job(seed_case: Path) -> None:
     """gunicorn with the project's config on a free loopback port, like `make run`."""
-    body, _, want = load_case(SEED)
+    body, _, want = load_case(seed_case)
     with serve(workers=1) as server:
-
-        def call(method: str, path: str, data: bytes | None = None) -> tuple[int, bytes]:
-            conn = server.connection(timeout=10)
-            headers = {"Content-Type": JSON} if data is not None else {}
-            conn.request(method, path, body=data, headers=headers)
-            answer = conn.getresponse()
-            result = answer.status, answer.read()
-            conn.close()
-            return result
-
-        status, data = call("POST", "/sync", body)
+        status, data, headers = server.call("POST", "/sync", body)
         assert status == 200
         assert json.loads(data) == want
-        assert call("GET", "/healthz")[0] == 200
-        status, text = call("GET", "/metrics")
+        # Sync workers close every connection after its response (no keep-alive).
+        assert headers["Connection"] == "close"
+        assert server.call("GET", "/healthz")[0] == 200
+        status, text, _ = server.call("GET", "/metrics")
         assert status == 200
         assert b'mxjob_hook_syncs_total{hook="sync",outcome="created"} 1.0' in text
-        status, data = call("POST", "/sync", b"{")
+        status, data, _ = server.call("POST", "/sync", b"{")
         assert status == 400
         assert json.loads(data)["error"] == "malformed_json"

@@ -10,20 +10,16 @@ from typing import Any
 import pytest
 from flask.testing import FlaskClient
 
-from bench.server import serve
 from hooks import logs
 from hooks.app import create_app
-from tests.builders import NOW, UID, mxjob, replica, request
+from tests.builders import UID, mxjob, replica, request
+from testsupport.server import serve
 
 JSON = "application/json"
 MARKER = "do-not-log-the-body-7f3a"
 
 
-def client(**config: Any) -> FlaskClient:
-    return create_app({"TESTING": True, "CLOCK": lambda: NOW, **config}).test_client()
-
-
-def captured(send: Any) -> list[dict[str, Any]]:
+def captured(client: FlaskClient, send: Any) -> list[dict[str, Any]]:
     """Run `send(client)` and return the log lines it wrote."""
     logger = logs.configure()
     stream = io.StringIO()
@@ -35,7 +31,7 @@ def captured(send: Any) -> list[dict[str, Any]]:
     ]
     previous = [h.setStream(stream) for h in handlers]
     try:
-        send(client())
+        send(client)
     finally:
         for handler, old in zip(handlers, previous, strict=True):
             handler.setStream(old or sys.stderr)
@@ -94,8 +90,8 @@ def post(body: object, path: str = "/sync") -> Any:
     return lambda c: c.post(path, data=json.dumps(body), content_type=JSON)
 
 
-def test_every_sync_line_names_the_job_and_its_outcome() -> None:
-    [line] = captured(post(request(mxjob())))
+def test_every_sync_line_names_the_job_and_its_outcome(client: FlaskClient) -> None:
+    [line] = captured(client, post(request(mxjob())))
     assert line["level"] == "info"
     assert line["message"] == "sync default/mnist: created"
     assert {k: line[k] for k in ("hook", "namespace", "name", "uid", "outcome", "status")} == {
@@ -111,14 +107,14 @@ def test_every_sync_line_names_the_job_and_its_outcome() -> None:
     assert line["request_bytes"] > 0 and line["response_bytes"] > 0
 
 
-def test_an_invalid_spec_logs_its_problems() -> None:
-    [line] = captured(post(request(mxjob(replicas={"Server": replica(1)}))))
+def test_an_invalid_spec_logs_its_problems(client: FlaskClient) -> None:
+    [line] = captured(client, post(request(mxjob(replicas={"Server": replica(1)}))))
     assert line["outcome"] == "invalid"
     assert any("Scheduler" in p for p in line["problems"])
 
 
-def test_finalize_lines_say_finalize() -> None:
-    [line] = captured(post({**request(mxjob()), "finalizing": True}, "/finalize"))
+def test_finalize_lines_say_finalize(client: FlaskClient) -> None:
+    [line] = captured(client, post({**request(mxjob()), "finalizing": True}, "/finalize"))
     assert line["hook"] == "finalize"
 
 
@@ -132,9 +128,9 @@ def test_finalize_lines_say_finalize() -> None:
     ids=["malformed", "not-sync", "content-type"],
 )
 def test_a_refusal_logs_the_reason_not_the_body(
-    data: bytes, content_type: str, status: int
+    client: FlaskClient, data: bytes, content_type: str, status: int
 ) -> None:
-    [line] = captured(lambda c: c.post("/sync", data=data, content_type=content_type))
+    [line] = captured(client, lambda c: c.post("/sync", data=data, content_type=content_type))
     assert line["level"] == "warning"
     assert line["status"] == status
     assert line["outcome"] == "rejected"
@@ -143,23 +139,26 @@ def test_a_refusal_logs_the_reason_not_the_body(
     assert MARKER not in json.dumps(line)
 
 
-def test_a_refused_request_names_the_job_when_it_can() -> None:
+def test_a_refused_request_names_the_job_when_it_can(client: FlaskClient) -> None:
     body = {
         "parent": {"metadata": {"name": "mnist", "namespace": "ml", "uid": "u1"}},
         "controller": 1,
     }
-    [line] = captured(post(body))
+    [line] = captured(client, post(body))
     assert (line["namespace"], line["name"], line["uid"]) == ("ml", "mnist", "u1")
 
 
-def test_log_level_warning_keeps_refusals_only(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_log_level_warning_keeps_refusals_only(
+    client: FlaskClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("LOG_LEVEL", "warning")
     try:
         found = captured(
+            client,
             lambda c: (
                 c.post("/sync", data=json.dumps(request(mxjob())), content_type=JSON),
                 c.post("/sync", data=b"{", content_type=JSON),
-            )
+            ),
         )
     finally:
         monkeypatch.delenv("LOG_LEVEL")
@@ -173,9 +172,8 @@ def test_a_bug_logs_the_traceback_with_the_job() -> None:
 
     app = create_app({"CLOCK": broken})
     found = captured(
-        lambda _: app.test_client().post(
-            "/sync", data=json.dumps(request(mxjob())), content_type=JSON
-        )
+        app.test_client(),
+        lambda c: c.post("/sync", data=json.dumps(request(mxjob())), content_type=JSON),
     )
     [line] = found
     assert line["level"] == "error"
@@ -186,10 +184,7 @@ def test_a_bug_logs_the_traceback_with_the_job() -> None:
 def test_gunicorn_writes_only_json_lines() -> None:
     data = json.dumps(request(mxjob())).encode()
     with serve(workers=1) as server:
-        conn = server.connection(timeout=10)
-        conn.request("POST", "/sync", body=data, headers={"Content-Type": JSON})
-        assert conn.getresponse().read()
-        conn.close()
+        assert server.call("POST", "/sync", data)[1]
         text = server.log.read_text()
     entries = [json.loads(line) for line in text.splitlines()]
     assert all({"time", "level", "message", "pid"} <= set(e) for e in entries)

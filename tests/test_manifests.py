@@ -20,7 +20,6 @@ import kubernetes_validate
 import pytest
 from flask.testing import FlaskClient
 
-from hooks.app import create_app
 from hooks.core.api import CleanPodPolicy, JobMode, ReplicaType, RestartPolicy
 from hooks.core.gang import Gang, detect
 from tests.manifest_support import (
@@ -102,11 +101,6 @@ def duration_seconds(text: str) -> float:
     parts = re.findall(r"([0-9.]+)(h|ms|us|ns|m|s)", text)
     assert "".join(n + u for n, u in parts) == text, f"not a Go duration: {text!r}"
     return sum(float(n) * units[u] for n, u in parts)
-
-
-@pytest.fixture
-def client() -> FlaskClient:
-    return create_app().test_client()
 
 
 # --- every kustomization builds into valid objects ---------------------------------------------

@@ -1,4 +1,5 @@
-"""SPEC §6 `ttlSecondsAfterFinished`: the TTL controller (`ttl/`) and its kustomize Component.
+"""The TTL controller (`ttl/`) and its kustomize Component
+(docs/run-policy.md#ttlsecondsafterfinished).
 
 The decision (`ttl.expiry.decide`) is tested as tables and properties. The loop
 (`ttl.controller.run_once`) runs against a thin in-memory stand-in for the four

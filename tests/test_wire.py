@@ -16,12 +16,12 @@ import orjson
 import pytest
 from hypothesis import given
 
-from bench.requests import STATES, sync_request
 from hooks import wire
 from hooks.core.request import parse
 from hooks.core.sync import finalize, sync
 from tests.builders import NOW
 from tests.test_properties import PROFILE, states
+from testsupport.requests import STATES, sync_request
 
 FIXTURES = Path(__file__).parent / "fixtures"
 CASES = sorted(p for p in FIXTURES.iterdir() if p.is_dir())

@@ -1,10 +1,10 @@
 """When a finished MXJob expires: a pure function of the job object and `now`.
 
-Only a `Succeeded` or `Failed` condition with status "True" makes a job finished (SPEC §4: both
-are terminal and never flip back). The job then expires `ttlSecondsAfterFinished` after its
-finish time, which is `status.completionTime`, or, without it, the lastTransitionTime of the
-terminal condition. The TTL is read from `spec.runPolicy`, falling back to the inline layout of
-kubeflow/mxnet-operator v1 (`spec.ttlSecondsAfterFinished`).
+Only a `Succeeded` or `Failed` condition with status "True" makes a job finished (both are
+terminal and never flip back: docs/status.md#conditions). The job then expires
+`ttlSecondsAfterFinished` after its finish time, which is `status.completionTime`, or, without
+it, the lastTransitionTime of the terminal condition. The TTL is read from `spec.runPolicy`,
+falling back to the inline layout of kubeflow/mxnet-operator v1 (`spec.ttlSecondsAfterFinished`).
 
 Deleting is the one irreversible step, so every doubt keeps the job: a malformed status, spec or
 timestamp gives `NEVER` with `malformed=True` and a reason naming the field, for the caller to log.

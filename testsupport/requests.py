@@ -1,7 +1,7 @@
 """Realistic sync requests: children as Metacontroller's informer cache hands them over.
 
-tests/builders.py makes the smallest objects that walk a job through its life. The benchmark
-needs objects of the size a cluster stores: pods with three containers (an init container, the
+testsupport/jobs.py makes the smallest MXJob and request a test needs. The benchmark needs
+objects of the size a cluster stores: pods with three containers (an init container, the
 `mxnet` container, a metrics sidecar), every default the API server fills in, the
 `last-applied-configuration` annotation Metacontroller writes on create, `managedFields` of
 every writer, and a kubelet status of every container. A Service carries its API defaults; the
@@ -17,7 +17,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from tests.builders import NOW, UID, at, mxjob, request, run
+from testsupport.jobs import NOW, UID, at, mxjob, request, run
 
 NAME = "resnet50"
 NAMESPACE = "default"

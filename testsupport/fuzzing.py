@@ -34,21 +34,12 @@ from typing import Any
 import orjson
 from flask.testing import FlaskClient
 
-from bench import requests as realistic
 from hooks.app import create_app
-from tests.builders import (
-    CONTROLLER,
-    created,
-    mxjob,
-    replica,
-    request,
-    run,
-    running,
-    terminated,
-    terminating,
-)
+from testsupport import requests as realistic
+from testsupport.jobs import CONTROLLER, mxjob, replica, request, run
+from testsupport.observed import created, running, terminated, terminating
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures"
 JSON = "application/json"
 Json = dict[str, Any]
 #: (status, content type, body) of one answer.

@@ -18,6 +18,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from email.message import Message
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -54,6 +55,20 @@ class Server:
     def connection(self, timeout: float = 60) -> http.client.HTTPConnection:
         return http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
 
+    def call(
+        self, method: str, path: str, body: bytes | None = None, timeout: float = 10
+    ) -> tuple[int, bytes, Message]:
+        """One request on its own connection, closed whatever happens: status, body, headers.
+
+        A connection left open when a request fails (a timeout on a loaded machine) would be
+        reported as an unclosed socket, which the test suite treats as an error.
+        """
+        headers = {"Content-Type": "application/json"} if body is not None else {}
+        with contextlib.closing(self.connection(timeout)) as conn:
+            conn.request(method, path, body=body, headers=headers)
+            answer = conn.getresponse()
+            return answer.status, answer.read(), answer.headers
+
     def log_lines(self) -> list[dict[str, object]]:
         """The server's log, one JSON object per line (lines that are not JSON are skipped)."""
         lines = []
@@ -80,10 +95,7 @@ def _wait_ready(server: Server, deadline: float) -> None:
             break
         if len(server.worker_pids()) >= server.workers:
             with contextlib.suppress(OSError, http.client.HTTPException):
-                conn = server.connection(timeout=2)
-                conn.request("GET", "/readyz")
-                if conn.getresponse().status == 200:
-                    conn.close()
+                if server.call("GET", "/readyz", timeout=2)[0] == 200:
                     return
         time.sleep(0.05)
     raise RuntimeError(f"gunicorn did not become ready; log:\n{server.log.read_text()[-4000:]}")

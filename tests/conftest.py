@@ -1,0 +1,64 @@
+"""Fixtures every test module shares: the hook's Flask test client, the golden fixture cases,
+and the Hypothesis profile the property tests run under."""
+
+import os
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from flask.testing import FlaskClient
+from hypothesis import HealthCheck, settings
+
+from hooks.app import create_app
+from testsupport.jobs import NOW
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+# No per-example deadline: a loaded CI machine makes timing a flake, not a finding. Choose
+# another registered profile with HYPOTHESIS_PROFILE.
+settings.register_profile("mxjob", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "mxjob"))
+
+
+@pytest.fixture
+def make_client() -> Callable[..., FlaskClient]:
+    """A test client of the hook in testing mode at the builders' NOW; `config` overrides."""
+
+    def make(**config: Any) -> FlaskClient:
+        return create_app({"TESTING": True, "CLOCK": lambda: NOW, **config}).test_client()
+
+    return make
+
+
+@pytest.fixture
+def client(make_client: Callable[..., FlaskClient]) -> FlaskClient:
+    """The hook's test client with the default configuration."""
+    return make_client()
+
+
+@pytest.fixture
+def seed_case() -> Path:
+    """The golden case of a job's first sync."""
+    return FIXTURES / "dist-first-sync"
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """A test taking `fixture_case` runs once per golden case directory under tests/fixtures."""
+    if "fixture_case" in metafunc.fixturenames:
+        cases = sorted(p for p in FIXTURES.iterdir() if p.is_dir())
+        metafunc.parametrize("fixture_case", cases, ids=[p.name for p in cases])
+
+
+#: What a gunicorn worker runs with; whether deep JSON overflows depends on it.
+PYTHON_DEFAULT_RECURSION_LIMIT = 1000
+
+
+@pytest.fixture
+def default_recursion_limit() -> Iterator[None]:
+    """Python's default limit, as in a gunicorn worker (hypothesis may leave it raised)."""
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(PYTHON_DEFAULT_RECURSION_LIMIT)
+    yield
+    sys.setrecursionlimit(limit)

@@ -1,0 +1,116 @@
+"""Observed children in the states a cluster shows: the hook's own desired pods plus what the API
+server and kubelet add (uid, creationTimestamp, controller-uid label, status), so that tests and
+the fuzz campaign follow real lifecycles."""
+
+import copy
+from typing import Any
+
+from hooks.core.sync import SyncResponse
+from testsupport.jobs import UID, at
+
+
+def created(child: dict[str, Any], minutes: float = 0.5) -> dict[str, Any]:
+    """A desired child as the API server stores it after creation."""
+    obj = copy.deepcopy(child)
+    meta = obj["metadata"]
+    meta["uid"] = f"uid-{meta['name']}"
+    meta["creationTimestamp"] = at(minutes)
+    meta["resourceVersion"] = "2000"
+    meta.setdefault("labels", {})["controller-uid"] = UID
+    meta["ownerReferences"] = [
+        {
+            "apiVersion": "kubeflow.org/v1",
+            "kind": "MXJob",
+            "name": "job",
+            "uid": UID,
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
+    ]
+    if obj["kind"] == "Pod":
+        obj["status"] = {"phase": "Pending", "qosClass": "BestEffort"}
+    return obj
+
+
+def _container_status(name: str, state: dict[str, Any], restarts: int = 0) -> dict[str, Any]:
+    return {
+        "name": name,
+        "image": "mxjob/mxnet:gpu",
+        "imageID": "",
+        "ready": "running" in state,
+        "restartCount": restarts,
+        "started": "running" in state,
+        "state": state,
+    }
+
+
+def running(pod: dict[str, Any], minutes: float = 1, restarts: int = 0) -> dict[str, Any]:
+    obj = copy.deepcopy(pod)
+    obj["status"] = {
+        "phase": "Running",
+        "startTime": at(minutes),
+        "podIP": "10.0.0.10",
+        "containerStatuses": [
+            _container_status("mxnet", {"running": {"startedAt": at(minutes)}}, restarts)
+        ],
+    }
+    return obj
+
+
+def terminated(
+    pod: dict[str, Any],
+    exit_code: int | None,
+    minutes: float = 10,
+    started: float = 1,
+    restarts: int = 0,
+    reason: str | None = None,
+) -> dict[str, Any]:
+    """A finished pod: Succeeded on exit 0, else Failed; `exit_code=None` models an eviction."""
+    obj = copy.deepcopy(pod)
+    phase = "Succeeded" if exit_code == 0 else "Failed"
+    status: dict[str, Any] = {"phase": phase, "startTime": at(started)}
+    if exit_code is not None:
+        state = {
+            "terminated": {
+                "exitCode": exit_code,
+                "reason": "Completed" if exit_code == 0 else "Error",
+                "startedAt": at(started),
+                "finishedAt": at(minutes),
+            }
+        }
+        status["containerStatuses"] = [_container_status("mxnet", state, restarts)]
+    if reason:
+        status["reason"] = reason
+        status["message"] = f"The pod was {reason.lower()}."
+    obj["status"] = status
+    return obj
+
+
+def disrupted(pod: dict[str, Any], reason: str = "PreemptionByScheduler") -> dict[str, Any]:
+    """A pod the cluster takes away: condition DisruptionTarget, as preemption or a drain set."""
+    obj = copy.deepcopy(pod)
+    obj.setdefault("status", {}).setdefault("conditions", []).append(
+        {
+            "type": "DisruptionTarget",
+            "status": "True",
+            "reason": reason,
+            "message": f"{reason}: the pod is taken away by the cluster",
+        }
+    )
+    return obj
+
+
+def terminating(child: dict[str, Any], minutes: float = 20) -> dict[str, Any]:
+    obj = copy.deepcopy(child)
+    obj["metadata"]["deletionTimestamp"] = at(minutes)
+    obj["metadata"]["deletionGracePeriodSeconds"] = 30
+    return obj
+
+
+def pods_by_name(children: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {c["metadata"]["name"]: c for c in children if c["kind"] == "Pod"}
+
+
+def cluster_after(response: SyncResponse, minutes: float = 0.5) -> list[dict[str, Any]]:
+    """Every child of a response as freshly created objects (the cluster after one sync)."""
+    return [created(c, minutes) for c in response.children]
