@@ -3,7 +3,7 @@
 With the cache enabled Metacontroller keeps, per parent, the last answer that came with an
 `ETag` header and sends that tag back as `If-None-Match`; a 304 makes it reuse the kept answer.
 The hook is a pure function of the request body, the path and its own code, except for the
-clock: `now` enters a sync only through activeDeadlineSeconds (SPEC §6). So:
+clock: `now` enters a sync only through activeDeadlineSeconds (docs/run-policy.md). So:
 
 - the tag is a SHA-256 of the code version, the path and the body (2.6 ms for 4 MB: the
   hash of a 1000-replica request costs a fraction of decoding it);

@@ -72,7 +72,7 @@ def all_pods(
     return [fn(c) if c["kind"] == "Pod" else c for c in children]
 
 
-# --- SPEC §3/§4: a distributed MXTrain job through its life -------------------------------
+# --- docs/environment.md, docs/status.md: a distributed MXTrain job through its life --------------
 
 
 @case
@@ -280,7 +280,7 @@ def byteps_worker_ids() -> tuple[dict[str, Any], datetime]:
     return request(mxjob(name="byteps", replicas=replicas)), NOW
 
 
-# --- SPEC §2: invalid specs ---------------------------------------------------------------
+# --- docs/api.md: invalid specs ---------------------------------------------------------------
 
 
 @case
@@ -320,7 +320,7 @@ def invalid_spec_keeps_running_pods() -> tuple[dict[str, Any], datetime]:
     return request(job, children), NOW
 
 
-# --- SPEC §7/§8: protocol details ---------------------------------------------------------
+# --- docs/http.md, docs/metacontroller.md: protocol details ---------------------------------------
 
 
 @case
@@ -344,7 +344,7 @@ def lowercase_replica_keys() -> tuple[dict[str, Any], datetime]:
     return request(mxjob(replicas={"scheduler": replica(1), "worker": replica(2)})), NOW
 
 
-# --- SPEC §6: run policy -------------------------------------------------------------------
+# --- docs/run-policy.md: run policy ---------------------------------------------------------------
 
 
 def _finished_job(
@@ -502,7 +502,7 @@ def inline_run_policy_layout() -> tuple[dict[str, Any], datetime]:
     return request(job, children), NOW
 
 
-# --- SPEC §5: whole-job restarts -----------------------------------------------------------
+# --- docs/restarts.md: whole-job restarts ---------------------------------------------------------
 
 WHOLE = {
     "Scheduler": replica(1, "ExitCode"),

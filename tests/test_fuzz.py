@@ -2,7 +2,7 @@
 
 Whatever arrives, the hook never answers 500 and never raises: malformed JSON is a 400, a wrong
 content type a 415, a body that is not a sync request a 422, and anything shaped like a sync
-request a 200 whose body has exactly the keys of SPEC §7 (the checks of tests/fuzzing.py, which
+request a 200 whose body has exactly the keys of docs/http.md (the checks of tests/fuzzing.py, which
 `make fuzz` runs on 100,000 requests through gunicorn). Inputs: random JSON values, truncated
 JSON, content types, huge numbers, deep nesting, recorded requests with a value replaced at any
 depth, random MXJob specs (valid and invalid) and random observed children with garbage fields.

@@ -190,7 +190,7 @@ def test_running_pods_of_an_active_job_are_never_deleted(body: dict[str, Any]) -
         for c in conditions
         if c["status"] == "True"
     )
-    if finished or suspended or whole:  # a whole-job restart deletes the run (SPEC §5)
+    if finished or suspended or whole:  # a whole-job restart deletes the run (docs/restarts.md)
         return
     listed = {key(c) for c in response.children}
     for child in observed_children(body):

@@ -1,4 +1,5 @@
-"""Table tests for the rules of SPEC §4/§5 behind the fixtures: restart scope by role, the run
+"""Table tests for the rules of docs/status.md, docs/restarts.md behind the fixtures: restart scope
+by role, the run
 record, disruptions, the name-length reserve and successPolicy."""
 
 from typing import Any

@@ -601,7 +601,7 @@ def decode(data: bytes) -> Any:
 
 
 def check_answer(case: Case, answer: Answer) -> list[Failure]:
-    """The rules every single answer obeys (SPEC §7, §8)."""
+    """The rules every single answer obeys (docs/http.md, docs/metacontroller.md)."""
     status, content_type, data = answer
     if status >= 500:
         return [Failure("http-5xx", f"HTTP {status}: {data[:300]!r}")]
@@ -762,7 +762,8 @@ def check_fixpoint(case: Case, first: Answer, post: Post) -> Verdict:
     """Apply each answer and sync again until an answer creates nothing (then the next one must
     be the same, status included). On the way a child appears only with a new status (a job
     that moved on, e.g. finished with its result record), and none is deleted, except that a
-    job which finishes in an answer may clean up on the next sync (SPEC §6: nothing is deleted
+    job which finishes in an answer may clean up on the next sync (docs/run-policy.md: nothing is
+    deleted
     until the parent status shows the decision)."""
     verdict = Verdict()
     if case.request is None or case.deep or first[0] != 200 or case.path != "/sync":

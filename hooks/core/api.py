@@ -48,7 +48,7 @@ TYPE_BY_FOLDED_NAME: dict[str, ReplicaType] = {t.short: t for t in ReplicaType}
 
 
 class RestartPolicy(StrEnum):
-    """How a replica's failures are handled (SPEC §5)."""
+    """How a replica's failures are handled (docs/restarts.md)."""
 
     ALWAYS = "Always"
     ON_FAILURE = "OnFailure"
@@ -62,14 +62,15 @@ class RestartPolicy(StrEnum):
 
 
 class SuccessPolicy(StrEnum):
-    """When an MXTrain job with a Scheduler has succeeded (SPEC §4, kubeflow/mxnet-operator)."""
+    """When an MXTrain job with a Scheduler has succeeded (docs/status.md,
+    kubeflow/mxnet-operator)."""
 
     DEFAULT = ""  # the Scheduler and every Worker succeeded
     ALL_WORKERS = "AllWorkers"  # every Worker succeeded (BytePS: its Scheduler may keep running)
 
 
 class CleanPodPolicy(StrEnum):
-    """Which pods are removed once the job has finished (SPEC §6)."""
+    """Which pods are removed once the job has finished (docs/run-policy.md)."""
 
     ALL = "All"
     RUNNING = "Running"
@@ -110,7 +111,7 @@ LABEL_REPLICA_TYPE = LABEL_PREFIX + "replica-type"
 LABEL_REPLICA_INDEX = LABEL_PREFIX + "replica-index"
 LABEL_OPERATOR = LABEL_PREFIX + "operator-name"
 LABEL_JOB_ROLE = LABEL_PREFIX + "job-role"
-#: Restarts this replica slot had before the attempt carrying the annotation (SPEC §5).
+#: Restarts this replica slot had before the attempt carrying the annotation (docs/restarts.md).
 ANNOTATION_RESTARTS = "mxjob.kubeflow.org/restarts-before"
-#: The run a pod belongs to: 0 at first, one more after each whole-job restart (SPEC §5).
+#: The run a pod belongs to: 0 at first, one more after each whole-job restart (docs/restarts.md).
 ANNOTATION_RUN = "mxjob.kubeflow.org/run"

@@ -1,4 +1,4 @@
-"""Which children a response lists, per job state (SPEC §6, §8).
+"""Which children a response lists, per job state (docs/run-policy.md, docs/metacontroller.md).
 
 Metacontroller deletes every observed child missing from the response, so "keep" means "list
 it". Kept children that the hook cannot or need not rebuild are listed as observed, trimmed to

@@ -1,6 +1,7 @@
 """The job's ConfigMaps: MX_CONFIG's shared parts, and the record of a finished job.
 
-The result record is what makes cleanup safe against a stale parent cache (SPEC §6): once the
+The result record is what makes cleanup safe against a stale parent cache (docs/run-policy.md):
+once the
 job has finished, its final status is also kept in a child, so a sync that sees the pods gone
 but an old parent status restores the final status instead of starting the job again.
 """

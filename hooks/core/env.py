@@ -1,6 +1,7 @@
 """The DMLC_* / MX_CONFIG environment that lets ps-lite and AutoTVM processes find each other.
 
-The values are exactly SPEC §3. To keep a job linear in its size, the O(N) parts of MX_CONFIG
+The values are exactly docs/environment.md. To keep a job linear in its size, the O(N) parts of
+MX_CONFIG
 (`cluster`, `labels`) are published once in the job's ConfigMap and every container rebuilds
 MX_CONFIG from two variables that reference it, using Kubernetes' `$(VAR)` expansion of earlier
 variables. The process sees the same bytes as if MX_CONFIG were written out literally.
@@ -19,7 +20,8 @@ CLUSTER_VAR = "MXJOB_CLUSTER"
 LABELS_VAR = "MXJOB_LABELS"
 CLUSTER_KEY = "cluster"
 LABELS_KEY = "labels"
-#: ps-lite heartbeats, seconds (SPEC §3). Without them a replaced Worker never registers again;
+#: ps-lite heartbeats, seconds (docs/environment.md). Without them a replaced Worker never
+#: registers again;
 #: measured with real MXNet: a replacement registering before the timeout is dropped by ps-lite,
 #: so it is short (README "Heartbeats", tools/measure/heartbeats.py).
 HEARTBEAT_INTERVAL = "1"

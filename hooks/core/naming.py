@@ -1,4 +1,4 @@
-"""Names of every child of an MXJob (SPEC §3, §5).
+"""Names of every child of an MXJob (docs/environment.md, docs/restarts.md).
 
 A replica slot `(type, index)` is named `job-type-index`; its first pod keeps exactly that name
 and each replacement gets an attempt suffix (`-r1`, `-r2`, …), so the attempt count can be read
@@ -46,7 +46,7 @@ def result_name(job: str) -> str:
 
 
 def run_record_name(job: str, run: int) -> str:
-    """The ConfigMap recording the whole-job restart that starts `run` (SPEC §5)."""
+    """The ConfigMap recording the whole-job restart that starts `run` (docs/restarts.md)."""
     return f"{job}-mxjob-run-{run}"
 
 

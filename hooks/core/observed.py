@@ -1,8 +1,8 @@
 """What the observed children say: each pod read into its slot, attempt, phase and exit.
 
-Restart bookkeeping comes only from here (SPEC §5): the attempt from the pod name, earlier
+Restart bookkeeping comes only from here (docs/restarts.md): the attempt from the pod name, earlier
 restarts from the `restarts-before` annotation the hook itself put on replacement pods, in-place
-restarts from container `restartCount`, the run from the `run` annotation (SPEC §5).
+restarts from container `restartCount`, the run from the `run` annotation (docs/restarts.md).
 """
 
 from dataclasses import dataclass

@@ -1,4 +1,5 @@
-"""Where an active job stands (SPEC §4, §5, §6): succeeded, failed, restarting, running or created.
+"""Where an active job stands (docs/status.md, docs/restarts.md, docs/run-policy.md): succeeded,
+failed, restarting, running or created.
 
 Every outcome carries the moment of the child event that caused it, never the wall clock; only
 the deadline compares with `now`, and its moment is `startTime + activeDeadlineSeconds`.
@@ -116,7 +117,7 @@ def decide(
 
 
 def deciding_types(job: Job) -> tuple[ReplicaType, ...]:
-    """Replica types whose success is the job's success (SPEC §4)."""
+    """Replica types whose success is the job's success (docs/status.md)."""
     if job.spec.mode is JobMode.TUNE:
         return (ReplicaType.TUNER,)
     if (

@@ -1,4 +1,4 @@
-"""The desired Pod of a replica slot and attempt (SPEC §3)."""
+"""The desired Pod of a replica slot and attempt (docs/environment.md)."""
 
 from typing import Any
 

@@ -1,4 +1,4 @@
-"""Restart rules (SPEC §5): which failures are retried, and how each replica slot moves on.
+"""Restart rules (docs/restarts.md): which failures are retried, and how each replica slot moves on.
 
 Each replacement gets the next attempt name and an annotation with the restarts before it, so
 the attempt count and restart total never depend on hook memory or parent status. A disruption

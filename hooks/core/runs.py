@@ -1,8 +1,9 @@
-"""Whole-job restarts (SPEC §5): ps-lite cannot replace a Scheduler or a Server alone (nor
+"""Whole-job restarts (docs/restarts.md): ps-lite cannot replace a Scheduler or a Server alone (nor
 AutoTVM a TunerTracker or a Tuner), so their retryable failure restarts every replica.
 
 A restart moves through three steps, each taken only once the previous one is observed in the
-children and in the parent status (the stale-cache rule of SPEC §6), so every response is a
+children and in the parent status (the stale-cache rule of docs/run-policy.md), so every response
+is a
 fixpoint of the children it lists:
 1. a run record, the ConfigMap `<job>-mxjob-run-<N>`, is created; the pods of the run stay;
 2. once the record is observed, every pod of the older run is deleted;
@@ -37,7 +38,7 @@ from hooks.core.restarts import (
 )
 from hooks.core.timestamps import format_time, parse
 
-#: Replica types whose loss the other processes cannot survive (SPEC §5).
+#: Replica types whose loss the other processes cannot survive (docs/restarts.md).
 WHOLE_JOB_TYPES = frozenset(
     {ReplicaType.SCHEDULER, ReplicaType.SERVER, ReplicaType.TUNER_TRACKER, ReplicaType.TUNER}
 )
@@ -69,7 +70,7 @@ class RunRecord:
 
     def message(self, step: Step) -> str:
         """The Restarting message of one step; each is written only once its step is reached,
-        so the parent status showing it proves the step was observed (SPEC §6)."""
+        so the parent status showing it proves the step was observed (docs/run-policy.md)."""
         return f"{self.cause}; {step.value.format(run=self.run, old=self.run - 1)}."
 
 

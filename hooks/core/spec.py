@@ -1,7 +1,7 @@
 """Reading an MXJob spec: defaults applied, types and enums checked, field paths recorded.
 
 `load` never raises on user input: every problem becomes a `Problem` naming the field path and
-the rule, so that the job can be marked Failed with a message the user can act on (SPEC §2).
+the rule, so that the job can be marked Failed with a message the user can act on (docs/api.md).
 Cross-replica rules live in `validation`.
 """
 
@@ -68,7 +68,7 @@ class SchedulingPolicy:
 
 @dataclass(frozen=True)
 class RunPolicy:
-    """`spec.runPolicy` with defaults applied (cleanPodPolicy defaults to Running, SPEC §2)."""
+    """`spec.runPolicy` with defaults applied (cleanPodPolicy defaults to Running, docs/api.md)."""
 
     clean_pod_policy: CleanPodPolicy = CleanPodPolicy.RUNNING
     ttl_seconds_after_finished: int | None = None

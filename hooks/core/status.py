@@ -1,4 +1,4 @@
-"""The MXJob status (SPEC §4): conditions, replica counts, start and completion times.
+"""The MXJob status (docs/status.md): conditions, replica counts, start and completion times.
 
 A pure function of the request: conditions are carried from the previous status and changed
 only by observed events, so a quiet job gets a byte-identical status and Metacontroller rests.

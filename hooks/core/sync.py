@@ -1,4 +1,5 @@
-"""The hook: one sync request in, the desired children and status out (SPEC §2 to §6).
+"""The hook: one sync request in, the desired children and status out (docs/api.md,
+docs/run-policy.md).
 
     read and default the spec → validate → observe children → plan the run and each slot →
     decide the job's outcome → list the children → build the status
@@ -39,7 +40,7 @@ class SyncResponse:
     finalized: bool | None = None
 
     def to_json(self) -> dict[str, Any]:
-        """Exactly the keys of SPEC §7: v2 hooks unmarshal strictly."""
+        """Exactly the keys of docs/http.md: v2 hooks unmarshal strictly."""
         body: dict[str, Any] = {"status": self.status, "children": self.children}
         if self.resync_after_seconds is not None:
             body["resyncAfterSeconds"] = self.resync_after_seconds
@@ -106,7 +107,7 @@ def _finished(job: Job, request: SyncRequest, record: dict[str, Any] | None) -> 
         return SyncResponse(final, children.keep_all(request))
     policy = job.spec.run_policy.clean_pod_policy
     if reason == Reason.DEADLINE:
-        policy = CleanPodPolicy.ALL  # SPEC §6: past the deadline, every pod goes
+        policy = CleanPodPolicy.ALL  # docs/run-policy.md: past the deadline, every pod goes
     kept = children.after_cleanup(request, policy)
     if record is None:
         kept.append(desired_result(job, final))
@@ -124,7 +125,8 @@ def _active(job: Job, request: SyncRequest, now: datetime) -> SyncResponse:
     outcome = decide(job, plan.plans, start, now, plan.restart, plan.step)
     new_status = status.active_status(job, previous, plan.plans, outcome, start)
     if outcome.finished:
-        # Record the decision; nothing is deleted until the parent status shows it (SPEC §6).
+        # Record the decision; nothing is deleted until the parent status shows it
+        # (docs/run-policy.md).
         # The config is listed as `_finished` will list it, or the next sync would create it.
         kept = [c for c in children.keep_all(request) if not _is_result(job, c)]
         listed = [*kept, desired_result(job, new_status), desired_config(job)]

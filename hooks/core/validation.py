@@ -1,4 +1,4 @@
-"""Rules that need the whole MXJob: replica counts per mode and the job name (SPEC §2).
+"""Rules that need the whole MXJob: replica counts per mode and the job name (docs/api.md).
 
 Types, enums and templates are checked while reading (`spec.load`); these rules run on the
 result. The CRD enforces most of them too, but objects can predate the CRD.

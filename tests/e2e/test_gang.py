@@ -1,6 +1,6 @@
 """Gang scheduling on a real API server: the PodGroup CRDs of Volcano and scheduler-plugins are
 installed, the CompositeController is switched to each gang variant in turn, and the PodGroups
-the hook asks for become real API objects (SPEC §6)."""
+the hook asks for become real API objects (docs/run-policy.md)."""
 
 from collections.abc import Iterator
 from contextlib import contextmanager

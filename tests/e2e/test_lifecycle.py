@@ -161,7 +161,8 @@ def test_backoff_limit_is_honoured(cluster: Cluster) -> None:
 
 
 def test_server_killed_restarts_the_whole_job_once(cluster: Cluster) -> None:
-    """SPEC §5: a Server cannot be replaced alone; every pod goes, run 1 comes with new names."""
+    """docs/restarts.md: a Server cannot be replaced alone; every pod goes, run 1 comes with new
+    names."""
     replicas = {
         "Scheduler": replica(1, "ExitCode"),
         "Server": replica(1, "ExitCode"),

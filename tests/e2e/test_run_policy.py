@@ -1,4 +1,5 @@
-"""SPEC §6 on a real control plane: deadline, suspend/resume, cleanPodPolicy, TTL deletion."""
+"""docs/run-policy.md on a real control plane: deadline, suspend/resume, cleanPodPolicy, TTL
+deletion."""
 
 import json
 from datetime import UTC, datetime
