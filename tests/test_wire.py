@@ -18,7 +18,7 @@ from hypothesis import given
 
 from hooks import wire
 from hooks.core.request import parse
-from hooks.core.sync import finalize, sync
+from hooks.core.sync import sync
 from tests.builders import NOW
 from tests.test_properties import PROFILE, states
 from testsupport.requests import STATES, sync_request
@@ -27,14 +27,14 @@ FIXTURES = Path(__file__).parent / "fixtures"
 CASES = sorted(p for p in FIXTURES.iterdir() if p.is_dir())
 
 
-def full(data: bytes, now: datetime, hook: Any = sync) -> bytes:
-    return orjson.dumps(hook(parse(orjson.loads(data)), now).to_json())
+def full(data: bytes, now: datetime) -> bytes:
+    return orjson.dumps(sync(parse(orjson.loads(data)), now).to_json())
 
 
-def fast(data: bytes, now: datetime, hook: Any = sync) -> bytes:
+def fast(data: bytes, now: datetime) -> bytes:
     decoded = wire.decode(data)
     assert decoded is not None, "the fast decoding refused a well-formed request"
-    return wire.encode(hook(decoded, now).to_json())
+    return wire.encode(sync(decoded, now).to_json())
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda p: p.name)
@@ -42,7 +42,6 @@ def test_fixtures_answer_the_same_bytes(case: Path) -> None:
     data = orjson.dumps(json.loads((case / "request.json").read_text()))
     now = datetime.fromisoformat((case / "now.txt").read_text().strip().replace("Z", "+00:00"))
     assert fast(data, now) == full(data, now)
-    assert fast(data, now, finalize) == full(data, now, finalize)
 
 
 @pytest.mark.parametrize("v2", [False, True])
