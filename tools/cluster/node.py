@@ -25,6 +25,7 @@ import shutil
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -331,6 +332,17 @@ class NodeStack(Stack):
     def _start_apiserver(self) -> None:
         self._spawn("kube-apiserver", self._apiserver_args())
         self._wait_apiserver()
+
+    def restart_apiserver(
+        self, while_down: Callable[[], None] = lambda: None, grace: float = 10.0
+    ) -> float:
+        """Stop kube-apiserver (SIGTERM), call `while_down`, start it again with the same flags
+        (as an upgrade or a crashed control plane does); the seconds it was not ready."""
+        down = time.monotonic()
+        self._stop_one("kube-apiserver", grace)
+        while_down()
+        self._start_apiserver()
+        return time.monotonic() - down
 
     def _start_controllers(self) -> None:
         pki_dir = self.run_dir / "pki"
