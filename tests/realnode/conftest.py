@@ -9,10 +9,12 @@ Skipped with a one-line reason where the machine cannot run a node (not root, no
 Go), unless E2E=required (CI sets it).
 """
 
+import itertools
 import json
 import os
 import signal
 import subprocess
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -36,6 +38,14 @@ def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
         pytest.skip(f"real-node tier skipped: {reason}")
     from tools.cluster import hoststate  # noqa: PLC0415
 
+    reuse = os.environ.get("MXJOB_NODE_RUN")
+    if reuse:  # a running playground (`make up TIER=node`): quicker while writing tests
+        running = NodeStack.load(Path(reuse), log=lambda line: print(line, flush=True))
+        assert running is not None and running.is_running(), f"no node stack in {reuse}"
+        running.kubectl("delete", "configmap", WORKLOADS_CONFIGMAP, "--ignore-not-found")
+        _create_workloads(running)
+        yield running
+        return
     sysctls = hoststate.read_sysctls()
     stack = NodeStack(
         run_dir=tmp_path_factory.mktemp("node"), log=lambda line: print(line, flush=True)
@@ -43,14 +53,7 @@ def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     try:
         stack.start()
         stack.install_in_cluster(REPO)
-        stack.kubectl(
-            "create",
-            "configmap",
-            WORKLOADS_CONFIGMAP,
-            "-n",
-            NAMESPACE,
-            *(f"--from-file={f}" for f in sorted(WORKLOADS.glob("*.py"))),
-        )
+        _create_workloads(stack)
         yield stack
     finally:
         stack.stop(remove=True)
@@ -59,6 +62,17 @@ def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     assert not Path(f"/run/netns/{stack.netns}").exists()
     if not hoststate.holders():
         assert hoststate.read_sysctls() == sysctls
+
+
+def _create_workloads(stack: Any) -> None:
+    stack.kubectl(
+        "create",
+        "configmap",
+        WORKLOADS_CONFIGMAP,
+        "-n",
+        NAMESPACE,
+        *(f"--from-file={f}" for f in sorted(WORKLOADS.glob("*.py"))),
+    )
 
 
 class Node(Cluster):
@@ -73,8 +87,8 @@ class Node(Cluster):
     def wait_log(self, pod: str, text: str, timeout: float = 90) -> None:
         wait_for(f"{text!r} in the log of {pod}", lambda: text in self.logs(pod), timeout)
 
-    def kill(self, pod: str, sig: signal.Signals = signal.SIGKILL) -> None:
-        """Signal the mxnet container's main process from the host, as the OOM killer would."""
+    def pid(self, pod: str) -> int:
+        """The host pid of the mxnet container's main process (from runc, not the API)."""
         obj = self.get("pod", pod)
         assert obj is not None, pod
         (status,) = [s for s in obj["status"]["containerStatuses"] if s["name"] == "mxnet"]
@@ -85,7 +99,52 @@ class Node(Cluster):
             text=True,
             check=True,
         )
-        os.kill(int(json.loads(state.stdout)["pid"]), sig)
+        return int(json.loads(state.stdout)["pid"])
+
+    def kill(self, pod: str, sig: signal.Signals = signal.SIGKILL) -> None:
+        """Signal the mxnet container's main process from the host, as the OOM killer would."""
+        os.kill(self.pid(pod), sig)
+
+    @staticmethod
+    def finish(pid: int) -> None:
+        """Let a WAITING container (by host pid) exit 0: its flag file written from the host,
+        so it works while the API server is down too."""
+        Path(f"/proc/{pid}/root/tmp/done").touch()
+
+    def children(self, job: str) -> dict[str, dict[str, str]]:
+        """The job's children by kind, name -> uid: a uid that changes is a child made again."""
+        selector = f"training.kubeflow.org/job-name={job}"
+        return {
+            kind: {o["metadata"]["name"]: o["metadata"]["uid"] for o in self.list(kind, selector)}
+            for kind in ("pods", "services", "configmaps")
+        }
+
+    def wait_rollout(self, namespace: str, kind_name: str, timeout: float = 180) -> None:
+        self.kubectl("rollout", "status", "-n", namespace, kind_name, f"--timeout={timeout:.0f}s")
+
+    def get_in(self, namespace: str, kind: str, name: str) -> dict[str, Any] | None:
+        proc = self.kubectl("get", kind, name, "-n", namespace, "-o", "json", check=False)
+        return json.loads(proc.stdout) if proc.returncode == 0 else None
+
+    def hook_pods(self) -> list[str]:
+        """Names of the hook's pods that are not being deleted."""
+        proc = self.kubectl("get", "pods", "-n", HOOK_NAMESPACE, "-l", HOOK_SELECTOR, "-o", "json")
+        items = json.loads(proc.stdout)["items"]
+        return [p["metadata"]["name"] for p in items if "deletionTimestamp" not in p["metadata"]]
+
+    def scale_hook(self, replicas: int) -> None:
+        self.kubectl(
+            "scale", "-n", HOOK_NAMESPACE, "deployment/mxjob-hook", f"--replicas={replicas}"
+        )
+
+
+#: The hook's namespace and pod labels (manifests/hook), and its replicas as installed.
+HOOK_NAMESPACE = "mxjob-system"
+HOOK_SELECTOR = "app.kubernetes.io/name=mxjob-hook"
+HOOK_REPLICAS = 2
+#: A container that runs until `Node.finish` writes its flag file, then exits 0: cheap, and a
+#: test decides when a replica succeeds, even while a component is down.
+WAITING = ["sh", "-c", "until [ -e /tmp/done ]; do sleep 0.2; done"]
 
 
 @pytest.fixture(scope="session")
@@ -137,3 +196,93 @@ def mxjob(name: str, replicas: dict[str, dict[str, Any]], **spec: Any) -> dict[s
         "metadata": {"name": name, "namespace": NAMESPACE},
         "spec": {"mxReplicaSpecs": replicas, **spec},
     }
+
+
+def waiting_job(cluster: Node, name: str, workers: int = 2) -> dict[str, Any]:
+    """A worker-only job of WAITING containers: it succeeds once the test finishes each one."""
+    image = cluster.image("mxjob-base")
+    return mxjob(name, {"Worker": replica(image, replicas=workers, command=WAITING)})
+
+
+class StatusRecorder:
+    """Polls a job's status in a thread while a fault happens; `check()` asserts that no status
+    went backwards (see `backwards`). Polls that fail (API server down) are skipped."""
+
+    def __init__(self, cluster: Node, job: str) -> None:
+        self.cluster, self.job = cluster, job
+        self.seen: list[dict[str, Any]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            status = self.cluster.status(self.job)
+            if status and (not self.seen or status != self.seen[-1]):
+                self.seen.append(status)
+            self._stop.wait(0.3)
+
+    def __enter__(self) -> "StatusRecorder":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def check(self) -> int:
+        """Every recorded status against the one before; the number of distinct statuses."""
+        for before, after in itertools.pairwise(self.seen):
+            problem = backwards(before, after)
+            assert problem is None, f"{self.job}: {problem}\nbefore: {before}\nafter: {after}"
+        return len(self.seen)
+
+
+def backwards(before: dict[str, Any], after: dict[str, Any]) -> str | None:
+    """How `after` undoes `before`, or None: startTime and completionTime kept once set, no
+    condition type disappears (Running and Restarting replace each other), a terminal condition
+    stays True, restart counts never fall, nor do succeeded and failed counts unless a restart
+    was counted at the same time."""
+    for key in ("startTime", "completionTime"):
+        if key in before and after.get(key) != before[key]:
+            return f"{key} changed from {before[key]} to {after.get(key)}"
+    old = {c["type"]: c["status"] for c in before.get("conditions", [])}
+    new = {c["type"]: c["status"] for c in after.get("conditions", [])}
+    missing = set(old) - set(new)
+    for one, other in (("Running", "Restarting"), ("Restarting", "Running")):
+        if other in new:
+            missing.discard(one)  # these two replace each other (docs/status.md)
+    if missing:
+        return f"conditions {sorted(missing)} disappeared"
+    for terminal in ("Succeeded", "Failed"):
+        if old.get(terminal) == "True" and new[terminal] != "True":
+            return f"{terminal} went back to {new[terminal]}"
+    old_counts, new_counts = before.get("replicaStatuses", {}), after.get("replicaStatuses", {})
+    restarted = sum(c.get("restarts", 0) for c in new_counts.values()) > sum(
+        c.get("restarts", 0) for c in old_counts.values()
+    )
+    for rtype, counts in old_counts.items():
+        later = new_counts.get(rtype, {})
+        # succeeded/failed count the latest attempts: a counted restart may replace those.
+        for key in ("restarts",) if restarted else ("succeeded", "failed", "restarts"):
+            if later.get(key, 0) < counts.get(key, 0):
+                return f"{rtype} {key} fell from {counts.get(key, 0)} to {later.get(key, 0)}"
+    return None
+
+
+@pytest.fixture
+def hook_restored(cluster: Node) -> Iterator[Node]:
+    """For tests that scale or kill the hook: afterwards it has its replicas again, all ready."""
+    try:
+        yield cluster
+    finally:
+        cluster.scale_hook(HOOK_REPLICAS)
+        cluster.wait_rollout(HOOK_NAMESPACE, "deployment/mxjob-hook")
+
+
+@pytest.fixture
+def metacontroller_restored(cluster: Node) -> Iterator[Node]:
+    """For tests that kill Metacontroller: afterwards its StatefulSet is ready again."""
+    try:
+        yield cluster
+    finally:
+        cluster.wait_rollout("metacontroller", "statefulset/metacontroller")
