@@ -1,0 +1,256 @@
+"""Security seen from inside the cluster: the running hook pod, and RBAC with real tokens.
+
+The real-node API server enforces RBAC (`--authorization-mode=Node,RBAC`), so every call below
+is decided by the roles the manifests install; tokens come from `kubectl create token`, as a
+pod of that ServiceAccount would get them.
+"""
+
+import json
+import ssl
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.e2e.conftest import NAMESPACE, REPO, wait_for
+from tests.realnode.conftest import HOOK_NAMESPACE, Node, waiting_job
+
+#: Runs inside the hook container (as its user): what a compromised request handler could do.
+INSIDE = r"""
+import errno, json, os
+procs = [p for p in os.listdir("/proc") if p.isdigit()]
+def field(pid, name):
+    for line in open(f"/proc/{pid}/status"):
+        if line.startswith(name + ":"):
+            return line.split()[1:]
+try:
+    open("/probe", "w")
+    root = "writable"
+except OSError as e:
+    root = errno.errorcode[e.errno]
+listening = set()
+for table in ("/proc/net/tcp", "/proc/net/tcp6", "/proc/net/udp", "/proc/net/udp6"):
+    for line in open(table).readlines()[1:]:
+        cols = line.split()
+        if table.startswith("/proc/net/udp") or cols[3] == "0A":
+            listening.add(f"{table[10:]}:{int(cols[1].rsplit(':', 1)[1], 16)}")
+print(json.dumps({
+    "uids": sorted({u for p in procs for u in field(p, "Uid")}),
+    "capabilities": sorted({field(p, "CapEff")[0] for p in procs}),
+    "no_new_privs": sorted({field(p, "NoNewPrivs")[0] for p in procs}),
+    "seccomp": sorted({field(p, "Seccomp")[0] for p in procs}),
+    "commands": sorted({open(f"/proc/{p}/cmdline").read().split("\0")[0] for p in procs}),
+    "root": root,
+    "token": os.path.exists("/var/run/secrets/kubernetes.io/serviceaccount"),
+    "listening": sorted(listening),
+}))
+"""
+
+
+def test_hook_pod_runs_unprivileged_read_only_without_token(cluster: Node) -> None:
+    """What the Deployment promises, checked in the running pod rather than in its YAML."""
+    pod = cluster.hook_pods()[0]
+    out = cluster.kubectl("exec", "-n", HOOK_NAMESPACE, pod, "--", "python", "-c", INSIDE)
+    seen = json.loads(out.stdout)
+    assert seen["uids"] == ["65532"], seen  # real, effective, saved and fs uid of every process
+    assert seen["capabilities"] == ["0000000000000000"], seen
+    assert seen["no_new_privs"] == ["1"], seen
+    assert seen["seccomp"] == ["2"], seen  # filter mode: the RuntimeDefault profile
+    assert seen["root"] == "EROFS", seen
+    assert seen["token"] is False, seen
+    assert seen["listening"] == ["tcp:8080"], seen  # gunicorn only; no UDP socket either
+    print(f"\nhook pod {pod}: {seen}")
+
+
+def api(
+    cluster: Node, token: str, method: str, path: str, body: dict[str, Any] | None = None
+) -> tuple[int, dict[str, Any]]:
+    """One call to the API server as the token's owner: (HTTP status, decoded body)."""
+    data = json.dumps(body).encode() if body is not None else None
+    request = urllib.request.Request(f"{cluster.stack.server}{path}", data=data, method=method)
+    request.add_header("Authorization", f"Bearer {token}")
+    if data is not None:
+        content = "merge-patch+json" if method == "PATCH" else "json"
+        request.add_header("Content-Type", f"application/{content}")
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    try:
+        with urllib.request.urlopen(request, timeout=30, context=context) as response:
+            return int(response.status), json.loads(response.read() or b"{}")
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read() or b"{}")
+
+
+def token(cluster: Node, account: str, namespace: str) -> str:
+    """A short-lived token of a ServiceAccount, as its pods get them."""
+    out = cluster.kubectl("create", "token", account, "-n", namespace, "--duration=10m")
+    return str(out.stdout.strip())
+
+
+def test_ttl_controller_token_deletes_mxjobs_and_nothing_else(cluster: Node) -> None:
+    ttl = token(cluster, "mxjob-ttl-controller", HOOK_NAMESPACE)
+    jobs = "/apis/kubeflow.org/v1/namespaces/default/mxjobs"
+    cluster.apply(waiting_job(cluster, "expired", workers=1))
+    assert api(cluster, ttl, "GET", "/apis/kubeflow.org/v1/mxjobs")[0] == 200
+    assert api(cluster, ttl, "GET", f"{jobs}/expired")[0] == 200
+    # Forbidden: the status, any other resource; a 403 decides before the object is looked at.
+    assert api(cluster, ttl, "PATCH", f"{jobs}/expired/status", {"status": {}})[0] == 403
+    code, body = api(
+        cluster, ttl, "DELETE", "/api/v1/namespaces/metacontroller/pods/metacontroller-0"
+    )
+    assert code == 403, body
+    assert cluster.stack.kubectl("get", "pod", "-n", "metacontroller", "metacontroller-0")
+    assert api(cluster, ttl, "GET", f"/api/v1/namespaces/{HOOK_NAMESPACE}/secrets")[0] == 403
+    assert api(cluster, ttl, "GET", "/api/v1/namespaces/default/configmaps")[0] == 403
+    assert api(cluster, ttl, "POST", f"{jobs}", waiting_job(cluster, "smuggled"))[0] == 403
+    assert api(cluster, ttl, "DELETE", f"{jobs}/expired")[0] == 200
+    cluster.wait_gone("mxjob", "expired")
+
+
+def test_metacontroller_stock_account_can_run_mxjobs(cluster: Node) -> None:
+    """Metacontroller's own production RBAC is installed unchanged: it can do what the
+    CompositeController needs, and (a finding for the docs) everything else too."""
+    meta = token(cluster, "metacontroller", "metacontroller")
+    assert api(cluster, meta, "GET", "/apis/kubeflow.org/v1/mxjobs")[0] == 200
+    review = {
+        "apiVersion": "authorization.k8s.io/v1",
+        "kind": "SelfSubjectRulesReview",
+        "spec": {"namespace": NAMESPACE},
+    }
+    code, rules = api(
+        cluster, meta, "POST", "/apis/authorization.k8s.io/v1/selfsubjectrulesreviews", review
+    )
+    assert code == 201, rules
+    broad = [
+        r
+        for r in rules["status"]["resourceRules"]
+        if r["verbs"] == ["*"] and r["apiGroups"] == ["*"] and r["resources"] == ["*"]
+    ]
+    print(f"\nmetacontroller ServiceAccount: every verb on every resource: {bool(broad)}")
+
+
+#: A Metacontroller ClusterRole built as its Helm chart's `clusterRole.aggregationRule` builds it.
+LEAST = "mxjob-test-least-metacontroller"
+AGGREGATE = {"rbac.metacontroller.k8s.io/aggregate-to-metacontroller": "true"}
+
+
+@pytest.fixture
+def least_privileged(cluster: Node) -> Iterator[str]:
+    """A ServiceAccount bound to a ClusterRole that aggregates the mxjob rules, with the gang
+    variants' PodGroup roles installed too (manifests/rbac/volcano, scheduler-plugins); its
+    token. Everything is removed afterwards."""
+    objects = [
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRole",
+            "metadata": {"name": LEAST},
+            "aggregationRule": {"clusterRoleSelectors": [{"matchLabels": AGGREGATE}]},
+        },
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": LEAST}},
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": LEAST},
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "ClusterRole",
+                "name": LEAST,
+            },
+            "subjects": [{"kind": "ServiceAccount", "name": LEAST, "namespace": NAMESPACE}],
+        },
+    ]
+    listed = json.dumps({"apiVersion": "v1", "kind": "List", "items": objects})
+    gang = [str(REPO / "manifests" / "rbac" / v) for v in ("volcano", "scheduler-plugins")]
+    try:
+        cluster.apply(listed)
+        for directory in gang:
+            cluster.kubectl("apply", "-k", directory)
+        yield token(cluster, LEAST, NAMESPACE)
+    finally:
+        cluster.kubectl("delete", "-n", NAMESPACE, "-f", "-", "--ignore-not-found", stdin=listed)
+        for directory in gang:
+            cluster.kubectl("delete", "-k", directory, "--ignore-not-found")
+
+
+def allowed(cluster: Node, bearer: str, verb: str, group: str, resource: str) -> bool:
+    """The authorizer's answer for the token's owner (SelfSubjectAccessReview)."""
+    review = {
+        "apiVersion": "authorization.k8s.io/v1",
+        "kind": "SelfSubjectAccessReview",
+        "spec": {
+            "resourceAttributes": {
+                "namespace": NAMESPACE,
+                "verb": verb,
+                "group": group,
+                "resource": resource.partition("/")[0],
+                "subresource": resource.partition("/")[2],
+            }
+        },
+    }
+    path = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"
+    code, body = api(cluster, bearer, "POST", path, review)
+    assert code == 201, body
+    return bool(body["status"]["allowed"])
+
+
+def test_aggregated_role_grants_the_children_and_nothing_more(
+    cluster: Node, least_privileged: str
+) -> None:
+    """manifests/rbac/metacontroller.yaml (and the gang PodGroup roles) through a real
+    aggregation: every verb the CompositeController needs, and a 403 outside it."""
+    bearer = least_privileged
+
+    def aggregated() -> bool:
+        role = cluster.get("clusterrole", LEAST) or {}
+        groups = {g for rule in role.get("rules") or [] for g in rule["apiGroups"]}
+        return {"kubeflow.org", "scheduling.volcano.sh", "scheduling.x-k8s.io"} <= groups
+
+    wait_for("the aggregation controller to fill the role", aggregated, 60)
+    assert api(cluster, bearer, "GET", "/apis/kubeflow.org/v1/mxjobs")[0] == 200
+    dry = "?dryRun=All"
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "least-probe"},
+        "spec": {"containers": [{"name": "c", "image": cluster.image("mxjob-base")}]},
+    }
+    for kind, obj in (
+        ("pods", pod),
+        (
+            "services",
+            {
+                "apiVersion": "v1",
+                "kind": "Service",
+                "metadata": {"name": "least-probe"},
+                "spec": {"ports": [{"port": 80}]},
+            },
+        ),
+        (
+            "configmaps",
+            {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "least-probe"}},
+        ),
+    ):
+        code, body = api(cluster, bearer, "POST", f"/api/v1/namespaces/default/{kind}{dry}", obj)
+        assert code == 201, (kind, body)
+        # Authorized, then not found: the delete was allowed to look.
+        code, body = api(cluster, bearer, "DELETE", f"/api/v1/namespaces/default/{kind}/none{dry}")
+        assert code == 404, (kind, body)
+    for verb in ("get", "list", "watch", "update", "patch"):
+        assert allowed(cluster, bearer, verb, "kubeflow.org", "mxjobs"), verb
+    assert allowed(cluster, bearer, "update", "kubeflow.org", "mxjobs/status")
+    assert not allowed(cluster, bearer, "delete", "kubeflow.org", "mxjobs")
+    assert not allowed(cluster, bearer, "create", "kubeflow.org", "mxjobs")
+    for group in ("scheduling.volcano.sh", "scheduling.x-k8s.io"):
+        for verb in ("create", "delete", "watch"):
+            assert allowed(cluster, bearer, verb, group, "podgroups"), (group, verb)
+    # Outside the role: 403 from real calls.
+    assert api(cluster, bearer, "GET", "/api/v1/namespaces/default/secrets")[0] == 403
+    assert api(cluster, bearer, "GET", "/apis/apps/v1/namespaces/default/deployments")[0] == 403
+    assert api(cluster, bearer, "GET", "/api/v1/nodes")[0] == 403
+    assert (
+        api(cluster, bearer, "POST", f"/api/v1/namespaces/default/pods/x/eviction{dry}", {})[0]
+        == 403
+    )
