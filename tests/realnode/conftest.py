@@ -126,6 +126,36 @@ class Node(Cluster):
         proc = self.kubectl("get", kind, name, "-n", namespace, "-o", "json", check=False)
         return json.loads(proc.stdout) if proc.returncode == 0 else None
 
+    def running_pids(self, job: str, count: int) -> dict[str, int]:
+        """Once `count` pods of the job run: their host pids, by pod name."""
+
+        def probe() -> dict[str, int] | None:
+            pods = self.pods(job)
+            running = [n for n, p in pods.items() if p["status"].get("phase") == "Running"]
+            return {n: self.pid(n) for n in running} if len(running) == count else None
+
+        return wait_for(f"{count} running pods of {job}", probe, 120)
+
+    def stop_metacontroller(self) -> str:
+        """Delete Metacontroller's pod and wait until it is gone (its StatefulSet then makes a
+        new one); the old pod's uid."""
+        old = self.get_in("metacontroller", "pod", "metacontroller-0")
+        assert old is not None
+        self.kubectl("delete", "pod", "-n", "metacontroller", "metacontroller-0", "--wait=true")
+        return str(old["metadata"]["uid"])
+
+    def wait_metacontroller(self, old_uid: str) -> None:
+        """Until a new Metacontroller pod (not `old_uid`) is Ready."""
+
+        def ready() -> bool:
+            pod = self.get_in("metacontroller", "pod", "metacontroller-0") or {}
+            conditions = pod.get("status", {}).get("conditions", [])
+            return pod.get("metadata", {}).get("uid") not in (None, old_uid) and any(
+                c["type"] == "Ready" and c["status"] == "True" for c in conditions
+            )
+
+        wait_for("a new Metacontroller pod Ready", ready, 120)
+
     def hook_pods(self) -> list[str]:
         """Names of the hook's pods that are not being deleted."""
         proc = self.kubectl("get", "pods", "-n", HOOK_NAMESPACE, "-l", HOOK_SELECTOR, "-o", "json")

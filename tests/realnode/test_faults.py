@@ -8,6 +8,7 @@ docs/testing.md.
 
 import json
 import time
+from collections.abc import Callable
 from typing import Any
 
 from tests.e2e.conftest import NAMESPACE, REPO, wait_for
@@ -21,17 +22,6 @@ from tests.realnode.conftest import (
     waiting_job,
 )
 from testsupport.jobs import request
-
-
-def running_pids(cluster: Node, job: str, count: int) -> dict[str, int]:
-    """Once `count` pods of the job run: their host pids, by pod name."""
-
-    def probe() -> dict[str, int] | None:
-        pods = cluster.pods(job)
-        running = [n for n, p in pods.items() if p["status"].get("phase") == "Running"]
-        return {n: cluster.pid(n) for n in running} if len(running) == count else None
-
-    return wait_for(f"{count} running pods of {job}", probe, 120)
 
 
 def succeeded(cluster: Node, job: str, rtype: str = "Worker") -> int:
@@ -69,15 +59,34 @@ def sync_errors(cluster: Node, job: str) -> list[str]:
     return [e["message"] for e in json.loads(out.stdout)["items"]]
 
 
+def under_a_waiting_job(cluster: Node, job: str, fault: Callable[[dict[str, int]], str]) -> str:
+    """Run a two-Worker WAITING job, then `fault(pids)`: it breaks a component, finishes
+    worker-0 meanwhile, and returns (saying what it measured) once the component is back. Then
+    worker-0 must be counted, worker-1 finished, the job Succeeded and intact; the figures."""
+    cluster.apply(waiting_job(cluster, job))
+    pids = cluster.running_pids(job, 2)
+    cluster.wait_condition(job, "Running")
+    before, start = cluster.children(job), cluster.status(job)
+    with StatusRecorder(cluster, job) as recorder:
+        figures = fault(pids)
+        back = time.monotonic()
+        wait_for("worker-0 counted", lambda: succeeded(cluster, job) == 1, 180)
+        caught_up = time.monotonic() - back
+        cluster.finish(pids[f"{job}-worker-1"])
+        cluster.wait_condition(job, "Succeeded")
+    statuses = recorder.check()
+    assert_intact(cluster, job, before, start)
+    return (
+        f"{figures}; status caught up {caught_up:.1f}s later; {statuses} statuses, none backwards"
+    )
+
+
 def test_hook_unavailable_then_back_loses_nothing(hook_restored: Node) -> None:
     """No hook pod: syncs fail and `kubectl describe` shows why; a pod that finished meanwhile
     is counted once the hook is back, and the job goes on to succeed."""
     cluster = hook_restored
-    cluster.apply(waiting_job(cluster, "outage"))
-    pids = running_pids(cluster, "outage", 2)
-    cluster.wait_condition("outage", "Running")
-    before, start = cluster.children("outage"), cluster.status("outage")
-    with StatusRecorder(cluster, "outage") as recorder:
+
+    def outage(pids: dict[str, int]) -> str:
         cluster.scale_hook(0)
         wait_for("no hook pod", lambda: not cluster.hook_pods(), 60)
         down = time.monotonic()
@@ -90,65 +99,25 @@ def test_hook_unavailable_then_back_loses_nothing(hook_restored: Node) -> None:
         assert succeeded(cluster, "outage") == 0  # only the hook writes the status
         cluster.scale_hook(2)
         cluster.wait_rollout(HOOK_NAMESPACE, "deployment/mxjob-hook")
-        back = time.monotonic()
-        wait_for("worker-0 counted", lambda: succeeded(cluster, "outage") == 1, 120)
-        caught_up = time.monotonic() - back
-        cluster.finish(pids["outage-worker-1"])
-        cluster.wait_condition("outage", "Succeeded")
-    statuses = recorder.check()
-    assert_intact(cluster, "outage", before, start)
-    print(
-        f"\nhook at 0 replicas for {back - down:.0f}s: SyncError on the MXJob {to_event:.1f}s"
-        f" after the first failed sync was due, status caught up {caught_up:.1f}s after the"
-        f" hook was ready again; {statuses} statuses, none backwards; event: {errors[0][:160]}"
-    )
-
-
-def stop_metacontroller(cluster: Node) -> str:
-    """Delete Metacontroller's pod and wait until it is gone (its StatefulSet then makes a new
-    one); the old pod's uid."""
-    old = cluster.get_in("metacontroller", "pod", "metacontroller-0")
-    assert old is not None
-    cluster.kubectl("delete", "pod", "-n", "metacontroller", "metacontroller-0", "--wait=true")
-    return str(old["metadata"]["uid"])
-
-
-def wait_metacontroller(cluster: Node, old_uid: str) -> None:
-    """Until a new Metacontroller pod (not `old_uid`) is Ready."""
-
-    def ready() -> bool:
-        pod = cluster.get_in("metacontroller", "pod", "metacontroller-0") or {}
-        conditions = pod.get("status", {}).get("conditions", [])
-        return pod.get("metadata", {}).get("uid") not in (None, old_uid) and any(
-            c["type"] == "Ready" and c["status"] == "True" for c in conditions
+        return (
+            f"hook at 0 replicas for {time.monotonic() - down:.0f}s: SyncError on the MXJob"
+            f" {to_event:.1f}s after a Worker finished ({errors[0][:150]}); hook ready again"
         )
 
-    wait_for("a new Metacontroller pod Ready", ready, 120)
+    print(f"\n{under_a_waiting_job(cluster, 'outage', outage)}")
 
 
 def test_metacontroller_restart_under_a_running_job(metacontroller_restored: Node) -> None:
     cluster = metacontroller_restored
-    cluster.apply(waiting_job(cluster, "steady"))
-    pids = running_pids(cluster, "steady", 2)
-    cluster.wait_condition("steady", "Running")
-    before, start = cluster.children("steady"), cluster.status("steady")
-    with StatusRecorder(cluster, "steady") as recorder:
-        old = stop_metacontroller(cluster)
+
+    def restart(pids: dict[str, int]) -> str:
+        old = cluster.stop_metacontroller()
         gone = time.monotonic()
         cluster.finish(pids["steady-worker-0"])  # while no Metacontroller runs
-        wait_metacontroller(cluster, old)
-        ready = time.monotonic() - gone
-        wait_for("worker-0 counted", lambda: succeeded(cluster, "steady") == 1, 120)
-        caught_up = time.monotonic() - gone
-        cluster.finish(pids["steady-worker-1"])
-        cluster.wait_condition("steady", "Succeeded")
-    statuses = recorder.check()
-    assert_intact(cluster, "steady", before, start)
-    print(
-        f"\nmetacontroller pod deleted under a running job: a new one ready {ready:.1f}s after"
-        f" the old one was gone, status caught up after {caught_up:.1f}s; {statuses} statuses,"
-        " none backwards"
-    )
+        cluster.wait_metacontroller(old)
+        return f"metacontroller pod deleted: a new one ready {time.monotonic() - gone:.1f}s later"
+
+    print(f"\n{under_a_waiting_job(cluster, 'steady', restart)}")
 
 
 def test_metacontroller_restart_during_a_whole_job_restart(
@@ -166,7 +135,7 @@ def test_metacontroller_restart_during_a_whole_job_restart(
         },
     )
     cluster.apply(job)
-    running_pids(cluster, "relay", 3)
+    cluster.running_pids("relay", 3)
     cluster.wait_condition("relay", "Running")
     before, start = cluster.children("relay"), cluster.status("relay")
     with StatusRecorder(cluster, "relay") as recorder:
@@ -174,8 +143,8 @@ def test_metacontroller_restart_during_a_whole_job_restart(
         cluster.kill("relay-server-0")
         _, _, message = cluster.wait_condition("relay", "Restarting", timeout=60)
         assert "restarting the whole job" in message, message
-        wait_metacontroller(cluster, stop_metacontroller(cluster))
-        pids = running_pids(cluster, "relay", 3)
+        cluster.wait_metacontroller(cluster.stop_metacontroller())
+        pids = cluster.running_pids("relay", 3)
         recreated = time.monotonic() - killed
         assert set(pids) == {"relay-scheduler-0-r1", "relay-server-0-r1", "relay-worker-0-r1"}
         cluster.wait_condition("relay", "Running", timeout=60)
@@ -203,23 +172,14 @@ def test_metacontroller_restart_during_a_whole_job_restart(
 
 def test_apiserver_restart_under_a_running_job(cluster: Node) -> None:
     """kube-apiserver stopped and started again; a pod finishes while it is down."""
-    cluster.apply(waiting_job(cluster, "anchor"))
-    pids = running_pids(cluster, "anchor", 2)
-    cluster.wait_condition("anchor", "Running")
-    before, start = cluster.children("anchor"), cluster.status("anchor")
-    with StatusRecorder(cluster, "anchor") as recorder:
-        outage = cluster.stack.restart_apiserver(lambda: cluster.finish(pids["anchor-worker-0"]))
-        back = time.monotonic()
-        wait_for("worker-0 counted", lambda: succeeded(cluster, "anchor") == 1, 180)
-        caught_up = time.monotonic() - back
-        cluster.finish(pids["anchor-worker-1"])
-        cluster.wait_condition("anchor", "Succeeded")
-    statuses = recorder.check()
-    assert_intact(cluster, "anchor", before, start)
-    print(
-        f"\nkube-apiserver restarted ({outage:.1f}s not ready): status caught up"
-        f" {caught_up:.1f}s after it was ready; {statuses} statuses, none backwards"
-    )
+
+    def restart(pids: dict[str, int]) -> str:
+        finish = lambda: cluster.finish(pids["anchor-worker-0"])  # noqa: E731
+        return (
+            f"kube-apiserver restarted ({cluster.stack.restart_apiserver(finish):.1f}s not ready)"
+        )
+
+    print(f"\n{under_a_waiting_job(cluster, 'anchor', restart)}")
 
 
 #: Replicas of the large job. 100 (the issue's figure) fits the node: the kubelet's default
@@ -323,7 +283,7 @@ def test_stale_parent_status_replayed_after_cleanup_creates_nothing(cluster: Nod
     job = waiting_job(cluster, "replayed", workers=1)
     job["spec"]["runPolicy"] = {"cleanPodPolicy": "All"}
     cluster.apply(job)
-    pids = running_pids(cluster, "replayed", 1)
+    pids = cluster.running_pids("replayed", 1)
     cluster.wait_condition("replayed", "Running")
     stale = cluster.status("replayed")
     cluster.finish(pids["replayed-worker-0"])
