@@ -254,3 +254,75 @@ def test_aggregated_role_grants_the_children_and_nothing_more(
         api(cluster, bearer, "POST", f"/api/v1/namespaces/default/pods/x/eviction{dry}", {})[0]
         == 403
     )
+
+
+#: What Metacontroller v4.17.2 needs for itself, aggregated beside the mxjob rules: it watches
+#: its own controller kinds, CRDs and namespaces (the customize manager's informer, made even
+#: without a customize hook), and keeps ControllerRevisions per parent.
+OWN = "mxjob-test-metacontroller-own"
+OWN_RULES = [
+    {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["get", "list", "watch"]},
+    {
+        "apiGroups": ["apiextensions.k8s.io"],
+        "resources": ["customresourcedefinitions"],
+        "verbs": ["get", "list", "watch"],
+    },
+    {
+        "apiGroups": ["metacontroller.k8s.io"],
+        "resources": ["compositecontrollers", "decoratorcontrollers"],
+        "verbs": ["get", "list", "watch"],
+    },
+    {
+        "apiGroups": ["metacontroller.k8s.io"],
+        "resources": ["controllerrevisions"],
+        "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"],
+    },
+]
+
+
+@pytest.fixture
+def metacontroller_least_privileged(cluster: Node, least_privileged: str) -> Iterator[str]:
+    """Metacontroller itself bound to the aggregated role (plus OWN_RULES) instead of its stock
+    allow-everything role, and restarted; its token. The stock binding is put back and
+    Metacontroller restarted afterwards, pass or fail."""
+    stock = cluster.get("clusterrolebinding", "metacontroller")
+    assert stock is not None
+    own = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRole",
+        "metadata": {"name": OWN, "labels": AGGREGATE},
+        "rules": OWN_RULES,
+    }
+    least = {
+        **stock,
+        "metadata": {"name": "metacontroller"},
+        "roleRef": {**stock["roleRef"], "name": LEAST},
+    }
+    try:
+        cluster.apply(own)
+        cluster.kubectl("delete", "clusterrolebinding", "metacontroller")
+        cluster.apply(least)
+        cluster.wait_metacontroller(cluster.stop_metacontroller())
+        yield token(cluster, "metacontroller", "metacontroller")
+    finally:
+        cluster.kubectl("delete", "clusterrolebinding", "metacontroller", "--ignore-not-found")
+        cluster.apply({**stock, "metadata": {"name": "metacontroller"}})
+        cluster.kubectl("delete", "clusterrole", OWN, "--ignore-not-found")
+        cluster.wait_metacontroller(cluster.stop_metacontroller())
+
+
+def test_metacontroller_runs_a_job_with_only_the_aggregated_role(
+    cluster: Node, metacontroller_least_privileged: str
+) -> None:
+    """The aggregated rules are enough: a job runs to Succeeded with Metacontroller refused
+    everything else (a Secret read with its token is a 403), and nothing it tried was."""
+    assert api(cluster, metacontroller_least_privileged, "GET", "/api/v1/secrets")[0] == 403
+    cluster.apply(waiting_job(cluster, "frugal", workers=1))
+    pids = cluster.running_pids("frugal", 1)
+    cluster.wait_condition("frugal", "Running")
+    cluster.finish(pids["frugal-worker-0"])
+    cluster.wait_condition("frugal", "Succeeded")
+    assert set(cluster.children("frugal")["services"]) == {"frugal-worker-0"}
+    log = cluster.kubectl("logs", "-n", "metacontroller", "metacontroller-0").stdout
+    refused = [line for line in log.splitlines() if "forbidden" in line.lower()]
+    assert refused == [], [json.loads(line).get("error", line)[:300] for line in refused[:5]]
