@@ -96,7 +96,8 @@ def observed_record(
     """The newest well-formed run record among the observed ConfigMaps, and its object."""
     found: list[tuple[int, dict[str, Any]]] = []
     for child in config_maps.values():
-        run = run_from_record_name(job.name, str(dig(child, "metadata", "name")))
+        name = dig(child, "metadata", "name")
+        run = run_from_record_name(job.name, name) if isinstance(name, str) else None
         if run is not None:
             found.append((run, child))
     for run, child in sorted(found, key=lambda item: -item[0]):
@@ -104,9 +105,16 @@ def observed_record(
         counts = _read_counts(job, data.get("restartsBefore"))
         attempt = data.get("attempt")
         cause = data.get("cause")
-        if counts is None or not isinstance(cause, str) or not str(attempt).isdigit():
+        # ConfigMap data values are strings; anything else (str() of a value nested a thousand
+        # levels deep would even raise RecursionError) is no record of ours.
+        if counts is None or not isinstance(cause, str):
             continue
-        return RunRecord(run, int(str(attempt)), counts, cause, parse(data.get("time"))), child
+        if (
+            not (isinstance(attempt, str) and attempt.isascii() and attempt.isdigit())
+            or len(attempt) > 9
+        ):
+            continue
+        return RunRecord(run, int(attempt), counts, cause, parse(data.get("time"))), child
     return None, None
 
 
