@@ -19,12 +19,12 @@ from hypothesis import given
 from hooks import wire
 from hooks.core.request import parse
 from hooks.core.sync import finalize, sync
+from tests import golden
 from tests.builders import NOW
 from tests.test_properties import PROFILE, states
 from testsupport.requests import STATES, sync_request
 
-FIXTURES = Path(__file__).parent / "fixtures"
-CASES = sorted(p for p in FIXTURES.iterdir() if p.is_dir())
+CASES = golden.folders()
 
 
 def full(data: bytes, now: datetime, hook: Any = sync) -> bytes:
@@ -39,8 +39,8 @@ def fast(data: bytes, now: datetime, hook: Any = sync) -> bytes:
 
 @pytest.mark.parametrize("case", CASES, ids=lambda p: p.name)
 def test_fixtures_answer_the_same_bytes(case: Path) -> None:
-    data = orjson.dumps(json.loads((case / "request.json").read_text()))
-    now = datetime.fromisoformat((case / "now.txt").read_text().strip().replace("Z", "+00:00"))
+    recorded = golden.load(case)
+    data, now = orjson.dumps(recorded.request), recorded.now
     assert fast(data, now) == full(data, now)
     assert fast(data, now, finalize) == full(data, now, finalize)
 
