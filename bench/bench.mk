@@ -2,7 +2,7 @@
 # Uses $(BIN) (the virtualenv's bin) and $(STAMP) (requirements installed) from the Makefile.
 # Both start gunicorn on 127.0.0.1 on a port the kernel picks, and stop it when done.
 
-.PHONY: bench load fuzz
+.PHONY: bench bench-system load fuzz
 
 BENCH_ARGS ?=
 LOAD_ARGS ?=
@@ -21,3 +21,10 @@ FUZZ_ARGS ?=
 ## failures grouped by root cause, one shrunk reproducer each under .fuzz/ (not part of `make test`)
 fuzz: $(STAMP)
 	$(BIN)/python -m bench.fuzz $(FUZZ_ARGS)
+
+BENCH_SYSTEM_ARGS ?=
+
+## bench-system: a 1000-replica MXJob on the KWOK tier: wall time to Running, syncs, CPU of the
+## hook against Metacontroller and kube-apiserver, and the 304s of a quiet job (~5 min warm)
+bench-system: $(STAMP)
+	$(BIN)/python -m bench.system $(BENCH_SYSTEM_ARGS)

@@ -3,7 +3,7 @@
 The service runs as deployed (hooks/gunicorn_config.py, one sync worker per CPU, logs at info
 to a temporary file). Client processes (no GIL contention with each other) send a fixed mix of
 realistic requests (bench/requests.py: jobs of MIX_SIZES replicas in every state of STATES,
-including invalid specs and finalize calls), each over its own connection (gunicorn's sync
+including invalid specs and jobs being deleted), each over its own connection (gunicorn's sync
 workers close it after every response; http.client reopens it).
 
 After a warm-up it reads every worker's VmRSS (/proc/<pid>/status), sends `--requests`
@@ -25,7 +25,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 
-from testsupport.requests import STATES, encode, path_of, sync_request
+from testsupport.requests import STATES, encode, sync_request
 from testsupport.server import Server, rss_kib, serve
 
 #: Job sizes of the mix (replicas) and how many times each appears: small jobs dominate.
@@ -51,7 +51,7 @@ def build_mix() -> list[Item]:
     for replicas, weight in MIX_SIZES.items():
         for state in STATES:
             body = sync_request(replicas, state)
-            item = Item(f"{replicas}/{state}", path_of(body), encode(body))
+            item = Item(f"{replicas}/{state}", "/sync", encode(body))
             items.extend([item] * weight)
     # Deterministic shuffle: spread sizes and states over time.
     return sorted(items, key=lambda i: (hash_of(i.label) % 97, i.label))

@@ -32,14 +32,14 @@ from werkzeug.exceptions import (
 
 from hooks import etag, logs, metrics, wire
 from hooks.core.request import RequestError, SyncRequest, parse
-from hooks.core.sync import SyncResponse, finalize, sync
+from hooks.core.sync import SyncResponse, sync
 
 #: Metacontroller sends every child in full; 5000 pods with status are about 60 MB.
 DEFAULT_MAX_BODY_BYTES = 256 * 1024 * 1024
 Clock = Callable[[], datetime]
 Decide = Callable[[SyncRequest, datetime], SyncResponse]
 #: The hooks, each served on `POST /<name>`.
-HOOKS: dict[str, Decide] = {"sync": sync, "finalize": finalize}
+HOOKS: dict[str, Decide] = {"sync": sync}
 #: An invalid spec's problems are logged, the first few of them.
 LOGGED_PROBLEMS = 5
 _LOG = logging.getLogger(logs.LOGGER_NAME)
@@ -135,7 +135,7 @@ def _answer(hook: str, clock: Clock, testing: bool) -> Response:
     data = _read_body()
     size = len(data)
     tag = etag.of(hook, data)
-    if tag is not None and etag.matches(request.headers.get("If-None-Match"), tag):
+    if etag.matches(request.headers.get("If-None-Match"), tag):
         return _not_modified(hook, started, tag, size)
     parsed = _decode(data)
     reference = {
@@ -174,7 +174,7 @@ def _answer(hook: str, clock: Clock, testing: bool) -> Response:
         where = f"{parsed.namespace}/{parsed.name}"
         _LOG.info("%s %s: %s", hook, where, result, extra={logs.FIELDS: fields})
     answer = Response(body, status=200, mimetype="application/json")
-    if tag is not None and etag.tagged(hook, decided.resync_after_seconds):
+    if etag.tagged(decided.resync_after_seconds):
         answer.headers["ETag"] = tag
     return answer
 

@@ -9,10 +9,9 @@ clock: `now` enters a sync only through activeDeadlineSeconds (docs/run-policy.m
   hash of a 1000-replica request costs a fraction of decoding it);
 - an answer that depends on the clock carries no tag: a sync answer with `resyncAfterSeconds`
   (a deadline still ahead; the answer changes when it passes, and the resync delay itself
-  shrinks with every second), and every finalize answer (finalize drops the resync delay of the
-  sync it wraps, so its answer does not show whether the clock mattered). A cached answer of
-  such a request would be reused with a stale deadline. Once a deadline has passed, the answer
-  (Failed, DeadlineExceeded) no longer changes with the clock and is tagged again.
+  shrinks with every second). A cached answer of such a request would be reused with a stale
+  deadline. Once a deadline has passed, the answer (Failed, DeadlineExceeded) no longer changes
+  with the clock and is tagged again.
 
 Metacontroller keeps an entry when a later answer has no tag, and sends its tag again: the tag
 of another body, which never matches, so the hook answers in full. The invariant the tests
@@ -35,14 +34,10 @@ def _code_version() -> bytes:
 
 
 CODE_VERSION = _code_version()
-#: The hooks whose answers may be tagged (see the module docstring for finalize).
-TAGGED_HOOKS = ("sync",)
 
 
-def of(hook: str, body: bytes) -> str | None:
-    """The tag of the answer to `body` on `hook`, or None for a hook never tagged."""
-    if hook not in TAGGED_HOOKS:
-        return None
+def of(hook: str, body: bytes) -> str:
+    """The tag of the answer to `body` on `hook`."""
     digest = hashlib.sha256(CODE_VERSION)
     digest.update(hook.encode() + b"\0")
     digest.update(body)
@@ -57,6 +52,6 @@ def matches(if_none_match: str | None, tag: str) -> bool:
     return any(c.removeprefix("W/") == tag for c in listed)
 
 
-def tagged(hook: str, resync_after_seconds: float | None) -> bool:
+def tagged(resync_after_seconds: float | None) -> bool:
     """Whether an answer may carry its tag: not when it depends on the clock."""
-    return hook in TAGGED_HOOKS and resync_after_seconds is None
+    return resync_after_seconds is None

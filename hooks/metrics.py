@@ -47,7 +47,7 @@ NO_CONDITION = "created"
 
 SYNCS = Counter(
     "mxjob_hook_syncs",
-    "Sync and finalize calls answered, by hook and outcome.",
+    "Sync calls answered, by hook and outcome.",
     ["hook", "outcome"],
 )
 DURATION = Histogram(

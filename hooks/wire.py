@@ -6,7 +6,7 @@ with msgspec against typed shapes (`_Child` below) that name only those fields; 
 else is skipped while scanning, never turned into Python objects. The result is what
 `hooks.core.request.parse` returns for the full body, as far as the core can tell:
 
-- the parent, the controller and `finalizing` in full (orjson, exactly as before: the parent's
+- the parent and the controller in full (orjson, exactly as before: the parent's
   templates are copied into pods);
 - each child as a plain dict holding apiVersion, kind, the metadata the core reads, the status
   fields the core reads, ConfigMap data, and its `spec` as `msgspec.Raw`: the child's own bytes,
@@ -71,7 +71,6 @@ class _Body(TypedDict, total=False):
     parent: msgspec.Raw
     children: dict[str, dict[str, _Child] | None] | None
     controller: msgspec.Raw
-    finalizing: Any
 
 
 _DECODER = msgspec.json.Decoder(_Body)

@@ -84,16 +84,6 @@ def test_a_deadline_passed_is_tagged_again(
     assert answer.headers["ETag"] == etag.of("sync", data)
 
 
-def test_finalize_is_never_tagged(
-    make_client: Callable[..., FlaskClient],
-) -> None:
-    client = make_client()
-    data = running_job()
-    answer = send(client, data, "/finalize", tag=etag.of("finalize", data) or '"x"')
-    assert answer.status_code == 200 and "ETag" not in answer.headers
-    assert etag.of("finalize", data) is None
-
-
 def test_refused_requests_are_not_tagged(
     make_client: Callable[..., FlaskClient],
 ) -> None:

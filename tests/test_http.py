@@ -18,7 +18,6 @@ from testsupport.server import serve
 
 SYNC_KEYS = {"status", "children"}
 OPTIONAL_SYNC_KEYS = {"resyncAfterSeconds"}
-FINALIZE_KEYS = {"status", "children", "finalized"}
 JSON = "application/json"
 
 
@@ -82,21 +81,6 @@ def test_invalid_mxjob_is_answered_200_with_a_failed_condition(client: FlaskClie
     assert body["status"]["conditions"][-1]["reason"] == "MXJobInvalidSpec"
 
 
-@pytest.mark.parametrize(
-    ("observed", "finalized"), [(False, True), (True, False)], ids=["none-left", "pods-left"]
-)
-def test_finalize_adds_finalized(client: FlaskClient, observed: bool, finalized: bool) -> None:
-    job = mxjob()
-    children = [created(c) for c in run(request(job)).children] if observed else []
-    body = {**request(job, children), "finalizing": True}
-    answer = post(client, body, "/finalize")
-    assert answer.status_code == 200
-    got = answer.get_json()
-    assert set(got) == FINALIZE_KEYS
-    assert got["finalized"] is finalized
-    assert got["children"] == []
-
-
 @pytest.mark.parametrize(("path", "want"), [("/healthz", "ok"), ("/readyz", "ready")])
 def test_probes(client: FlaskClient, path: str, want: str) -> None:
     answer = client.get(path)
@@ -116,12 +100,11 @@ def test_metrics_is_prometheus_text(client: FlaskClient) -> None:
 # --- 4xx --------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("path", ["/sync", "/finalize"])
 @pytest.mark.parametrize(
     "data", [b"", b"{", b'{"parent": ', b"\xff\xfe", b"NaN", b'{"a": 1e999}'], ids=repr
 )
-def test_malformed_json_is_400(client: FlaskClient, path: str, data: bytes) -> None:
-    answer = client.post(path, data=data, content_type=JSON)
+def test_malformed_json_is_400(client: FlaskClient, data: bytes) -> None:
+    answer = client.post("/sync", data=data, content_type=JSON)
     assert "not valid JSON" in assert_error(answer, 400, "malformed_json")
 
 
@@ -137,10 +120,9 @@ def test_json_with_a_charset_is_accepted(client: FlaskClient) -> None:
     assert answer.status_code == 200
 
 
-@pytest.mark.parametrize("path", ["/sync", "/finalize"])
-def test_too_large_a_body_is_413(path: str, make_client: Callable[..., FlaskClient]) -> None:
+def test_too_large_a_body_is_413(make_client: Callable[..., FlaskClient]) -> None:
     small = make_client(MAX_CONTENT_LENGTH=1024)
-    answer = post(small, request(mxjob()), path)
+    answer = post(small, request(mxjob()))
     assert_error(answer, 413, "request_entity_too_large")
 
 
@@ -165,24 +147,23 @@ NOT_SYNC_REQUESTS: dict[str, object] = {
         "children": {"Pod.v1": {"x": {}}},
     },
     "controller-list": {"parent": {"metadata": {"name": "a"}}, "controller": []},
-    "finalizing-string": {"parent": {"metadata": {"name": "a"}}, "finalizing": "yes"},
 }
 
 
-@pytest.mark.parametrize("path", ["/sync", "/finalize"])
 @pytest.mark.parametrize("body", NOT_SYNC_REQUESTS.values(), ids=NOT_SYNC_REQUESTS.keys())
-def test_not_a_sync_request_is_422(client: FlaskClient, path: str, body: object) -> None:
-    assert_error(post(client, body, path), 422, "not_a_sync_request")
+def test_not_a_sync_request_is_422(client: FlaskClient, body: object) -> None:
+    assert_error(post(client, body), 422, "not_a_sync_request")
 
 
-@pytest.mark.parametrize("path", ["/", "/sync/", "/hooks/sync", "/customize"])
+# /finalize too: there is no finalize hook (docs/metacontroller.md#deleting-a-job).
+@pytest.mark.parametrize("path", ["/", "/sync/", "/hooks/sync", "/customize", "/finalize"])
 def test_unknown_path_is_404(client: FlaskClient, path: str) -> None:
     assert_error(client.post(path, data="{}", content_type=JSON), 404, "not_found")
 
 
 @pytest.mark.parametrize(
     ("method", "path"),
-    [("GET", "/sync"), ("PUT", "/sync"), ("GET", "/finalize"), ("POST", "/healthz")],
+    [("GET", "/sync"), ("PUT", "/sync"), ("POST", "/healthz")],
 )
 def test_wrong_method_is_405(client: FlaskClient, method: str, path: str) -> None:
     assert_error(client.open(path, method=method), 405, "method_not_allowed")

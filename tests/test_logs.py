@@ -113,11 +113,6 @@ def test_an_invalid_spec_logs_its_problems(client: FlaskClient) -> None:
     assert any("Scheduler" in p for p in line["problems"])
 
 
-def test_finalize_lines_say_finalize(client: FlaskClient) -> None:
-    [line] = captured(client, post({**request(mxjob()), "finalizing": True}, "/finalize"))
-    assert line["hook"] == "finalize"
-
-
 @pytest.mark.parametrize(
     ("data", "content_type", "status"),
     [

@@ -454,7 +454,8 @@ def test_controller_manages_mxjobs(overlay: str) -> None:
 def test_hook_timeout_outlasts_the_gunicorn_worker_timeout(overlay: str) -> None:
     gunicorn = importlib.import_module("hooks.gunicorn_config")
     hooks = controller_of(overlay)["spec"]["hooks"]
-    assert set(hooks) == {"sync", "finalize"}
+    # No finalize hook: an MXJob never waits on a finalizer (docs/metacontroller.md).
+    assert set(hooks) == {"sync"}
     for hook in hooks.values():
         assert duration_seconds(hook["webhook"]["timeout"]) >= max(10, gunicorn.timeout + 1)
 
@@ -482,33 +483,30 @@ def test_production_webhooks_reach_the_hook_service(client: FlaskClient) -> None
     objects = build(INSTALL_OVERLAYS["standard"])
     service = one(objects, "Service", "mxjob-hook")
     hooks = one(objects, "CompositeController")["spec"]["hooks"]
-    for name, path in (("sync", "/sync"), ("finalize", "/finalize")):
-        assert hooks[name]["version"] == "v2"
-        url = urlsplit(hooks[name]["webhook"]["url"])
-        host = f"{service['metadata']['name']}.{service['metadata']['namespace']}.svc"
-        assert (url.scheme, url.hostname, url.port or 80, url.path) == (
-            "http",
-            host,
-            service["spec"]["ports"][0]["port"],
-            path,
-        )
-        # The app serves that path (a body that is no sync request gets 422, not 404/405).
-        assert client.post(path, json={}).status_code == 422
+    assert hooks["sync"]["version"] == "v2"
+    url = urlsplit(hooks["sync"]["webhook"]["url"])
+    host = f"{service['metadata']['name']}.{service['metadata']['namespace']}.svc"
+    assert (url.scheme, url.hostname, url.port or 80, url.path) == (
+        "http",
+        host,
+        service["spec"]["ports"][0]["port"],
+        "/sync",
+    )
+    # The app serves that path (a body that is no sync request gets 422, not 404/405).
+    assert client.post("/sync", json={}).status_code == 422
 
 
 def test_local_overlay_calls_the_hook_on_loopback() -> None:
     hooks = controller_of("local")["spec"]["hooks"]
     assert hooks["sync"]["webhook"]["url"] == "http://127.0.0.1:8080/sync"
-    assert hooks["finalize"]["webhook"]["url"] == "http://127.0.0.1:8080/finalize"
 
 
 def test_local_overlay_is_production_but_for_the_hook_address() -> None:
     """The development stack runs Metacontroller v4.17.2 with hook API v2, like production."""
     local, standard = controller_of("local"), controller_of("standard")
     assert schema_errors(crd_schema(CC_V4), local) == []
-    for name in ("sync", "finalize"):
-        local["spec"]["hooks"][name]["webhook"]["url"] = "in-cluster"
-        standard["spec"]["hooks"][name]["webhook"]["url"] = "in-cluster"
+    local["spec"]["hooks"]["sync"]["webhook"]["url"] = "in-cluster"
+    standard["spec"]["hooks"]["sync"]["webhook"]["url"] = "in-cluster"
     assert local == standard
 
 

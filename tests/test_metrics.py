@@ -113,13 +113,6 @@ def test_each_sync_is_counted_by_outcome(client: FlaskClient, case: str) -> None
     assert sample("mxjob_hook_invalid_specs_total") == invalid + (outcome == "invalid")
 
 
-def test_finalize_is_counted_under_its_own_hook(client: FlaskClient) -> None:
-    before = sample("mxjob_hook_syncs_total", hook="finalize", outcome="created")
-    answer = client.post("/finalize", data=json.dumps(request(mxjob())), content_type=JSON)
-    assert answer.status_code == 200
-    assert sample("mxjob_hook_syncs_total", hook="finalize", outcome="created") == before + 1
-
-
 @pytest.mark.parametrize(
     ("data", "content_type"),
     [(b"{", JSON), (b"[]", JSON), (b"{}", "text/plain")],

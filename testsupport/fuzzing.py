@@ -7,7 +7,8 @@ function, so a check means the same thing in both.
 Generation is mutation of realistic requests. `bases()` holds valid requests: the golden
 fixtures, the benchmark's full-size objects in every state, and jobs walked through random
 lifecycles with the test builders (children in every phase, terminating and evicted pods,
-fresh, stale or missing parent status, gang scheduling, hook v1 and v2 keying, finalize).
+fresh, stale or missing parent status, gang scheduling, hook v1 and v2 keying, a job being
+deleted).
 `Generator.case(i)` picks a base and applies 1-3 mutations at paths chosen in one region of the
 request (spec, status, metadata, children, controller, top level): type confusion, numbers out
 of range, deep nesting, lists and maps of the wrong shape, missing keys, keys and values taken
@@ -51,7 +52,6 @@ Path_ = tuple[str | int, ...]
 DNS_1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 SYNC_KEYS = {"status", "children"}
 OPTIONAL_KEYS = {"resyncAfterSeconds"}
-FINALIZE_KEYS = {"status", "children", "finalized"}
 TERMINAL = ("Succeeded", "Failed")
 #: The body limit the campaign's server runs with, so that "too large" costs little to send.
 CAMPAIGN_MAX_BODY = 1024 * 1024
@@ -204,7 +204,7 @@ def _lifecycle(rng: random.Random) -> Json:
         job["status"] = first.status
     body = request(job, children, controller, v2=rng.random() < 0.3)
     if rng.random() < 0.1:
-        body["finalizing"] = True
+        body["parent"] = realistic.deleted(body["parent"])
     return body
 
 
@@ -378,8 +378,7 @@ class Generator:
         if depth is not None:
             data = data.replace(json.dumps(DEEP_MARK).encode(), nested_json(depth), 1)
             label = f"{label}-deep"
-        finalizing = isinstance(body, dict) and body.get("finalizing") is True
-        path = "/finalize" if finalizing else "/sync"
+        path = "/sync"
         # A deep case keeps the request with the mark where the nesting goes: enough for the
         # checks of its answer, not to be sent again (no fixpoint).
         request_ = body if isinstance(body, dict) else None
@@ -401,7 +400,7 @@ class Generator:
                 "method",
             ]
         )
-        path = rng.choice(["/sync", "/finalize"])
+        path = "/sync"
         expect: tuple[int, ...]
         if kind == "truncated":
             body, expect = data[: rng.randrange(len(data))], (400,)
@@ -629,10 +628,7 @@ def check_answer(case: Case, answer: Answer) -> list[Failure]:
 
 def _check_response(case: Case, body: Any) -> list[Failure]:
     keys = set(body) if isinstance(body, dict) else set()
-    if case.path == "/finalize":
-        if keys != FINALIZE_KEYS or not isinstance(body.get("finalized"), bool):
-            return [Failure("response-keys", f"finalize answered keys {sorted(keys)}")]
-    elif not SYNC_KEYS <= keys <= SYNC_KEYS | OPTIONAL_KEYS:
+    if not SYNC_KEYS <= keys <= SYNC_KEYS | OPTIONAL_KEYS:
         return [Failure("response-keys", f"sync answered keys {sorted(keys)}")]
     children = body["children"]
     if not isinstance(body["status"], dict) or not isinstance(children, list):

@@ -29,7 +29,8 @@ SIDECAR_IMAGE = "quay.io/prometheus/node-exporter:v1.8.2"
 INIT_IMAGE = "docker.io/library/busybox:1.36"
 Json = dict[str, Any]
 
-#: States a job can be in when a sync arrives; "finalize" is a running job being deleted.
+#: States a job can be in when a sync arrives; "deleting" is a running job deleted with
+#: `--cascade=foreground` (Metacontroller still syncs it, but no longer acts on its children).
 STATES = (
     "created",
     "pending",
@@ -39,7 +40,7 @@ STATES = (
     "failed",
     "suspended",
     "invalid",
-    "finalize",
+    "deleting",
 )
 
 
@@ -522,10 +523,10 @@ def sync_request(replicas: int, state: str = "running", v2: bool = False) -> Jso
         return request(_with_status(job, run(request(job, children)).status), children, v2=v2)
     children = _cluster(job, _all(running))
     previous = run(request(job, children)).status
-    if state in ("running", "finalize"):
-        body = request(_with_status(job, previous), children, v2=v2)
-        body["finalizing"] = state == "finalize"
-        return body
+    if state in ("running", "deleting"):
+        return request(
+            _with_status(deleted(job) if state == "deleting" else job, previous), children, v2=v2
+        )
     if state == "suspended":
         suspended = copy.deepcopy(job)
         suspended["spec"]["runPolicy"]["suspend"] = True
@@ -546,14 +547,17 @@ def sync_request(replicas: int, state: str = "running", v2: bool = False) -> Jso
     return request(_with_status(job, previous), moved, v2=v2)
 
 
+def deleted(job: Json) -> Json:
+    """`job` as a foreground deletion leaves it: a deletion time and the GC's finalizer."""
+    gone = copy.deepcopy(job)
+    gone["metadata"]["deletionTimestamp"] = at(3)
+    gone["metadata"]["finalizers"] = ["foregroundDeletion"]
+    return gone
+
+
 def encode(body: Json) -> bytes:
     """The body as Metacontroller sends it (compact JSON, UTF-8)."""
     return json.dumps(body, separators=(",", ":")).encode()
-
-
-def path_of(body: Json) -> str:
-    """`/finalize` for a finalizing request, else `/sync`."""
-    return "/finalize" if body.get("finalizing") else "/sync"
 
 
 #: When the benchmark's syncs happen: the clock only matters for activeDeadlineSeconds.

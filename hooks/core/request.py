@@ -25,12 +25,11 @@ class RequestError(ValueError):
 
 @dataclass(frozen=True)
 class SyncRequest:
-    """What the hook needs of a sync or finalize request."""
+    """What the hook needs of a sync request."""
 
     parent: dict[str, Any]
     children: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
     controller: dict[str, Any] = field(default_factory=dict)
-    finalizing: bool = False
 
     @property
     def name(self) -> str:
@@ -67,13 +66,10 @@ def parse(body: object) -> SyncRequest:
     controller = body.get("controller", {})
     if not isinstance(controller, dict):
         raise RequestError("'controller' must be an object")
-    finalizing = body.get("finalizing", False)
-    if not isinstance(finalizing, bool):
-        raise RequestError("'finalizing' must be true or false")
     deep = too_deep(parent.get("status"))
     if deep is not None:
         raise RequestError(f"'parent.status{deep}' nests deeper than {MAX_DEPTH} levels")
-    return SyncRequest(parent, _children(body.get("children")), controller, finalizing)
+    return SyncRequest(parent, _children(body.get("children")), controller)
 
 
 def _children(raw: object) -> dict[str, dict[str, dict[str, Any]]]:

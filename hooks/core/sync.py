@@ -37,15 +37,12 @@ class SyncResponse:
     children: list[dict[str, Any]]
     resync_after_seconds: float | None = None
     invalid: list[Problem] = field(default_factory=list)
-    finalized: bool | None = None
 
     def to_json(self) -> dict[str, Any]:
         """Exactly the keys of docs/http.md: v2 hooks unmarshal strictly."""
         body: dict[str, Any] = {"status": self.status, "children": self.children}
         if self.resync_after_seconds is not None:
             body["resyncAfterSeconds"] = self.resync_after_seconds
-        if self.finalized is not None:
-            body["finalized"] = self.finalized
         return body
 
 
@@ -73,13 +70,6 @@ def sync(request: SyncRequest, now: datetime) -> SyncResponse:
     if spec.run_policy.suspend:
         return SyncResponse(status.suspended_status(job, previous), [desired_config(job)])
     return _active(job, request, now)
-
-
-def finalize(request: SyncRequest, now: datetime) -> SyncResponse:
-    """The MXJob is being deleted: list no children; finalized once none is observed."""
-    decided = sync(request, now)
-    remaining = any(group for group in request.children.values())
-    return SyncResponse(decided.status, [], finalized=not remaining)
 
 
 def _invalid(
