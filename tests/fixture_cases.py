@@ -61,9 +61,7 @@ def case(build: Build) -> Build:
     return build
 
 
-def first_cluster(
-    job: dict[str, Any], controller: dict[str, Any] | None = None
-) -> list[dict[str, Any]]:
+def first_cluster(job: Json, controller: Json | None = None) -> list[Json]:
     """The children a cluster holds after the hook's first sync of `job`."""
     return cluster_after(run(request(job, controller=controller)))
 
@@ -73,9 +71,7 @@ def status_after(job: Json, children: list[Json]) -> Json:
     return run(request(job, children)).status
 
 
-def with_states(
-    children: list[dict[str, Any]], **states: Callable[[dict[str, Any]], dict[str, Any]]
-) -> list[dict[str, Any]]:
+def with_states(children: list[Json], **states: Callable[[Json], Json]) -> list[Json]:
     """Apply a state function to named pods (`mnist_worker_0=running`); `_` in keys is `-`."""
     named = {k.replace("_", "-"): fn for k, fn in states.items()}
     return [
@@ -86,9 +82,7 @@ def with_states(
     ]
 
 
-def all_pods(
-    children: list[dict[str, Any]], fn: Callable[[dict[str, Any]], dict[str, Any]]
-) -> list[dict[str, Any]]:
+def all_pods(children: list[Json], fn: Callable[[Json], Json]) -> list[Json]:
     return [fn(c) if c["kind"] == "Pod" else c for c in children]
 
 
@@ -109,16 +103,21 @@ def dist_all_running() -> Json:
     return request(mxjob(status=status_after(job, first_cluster(job))), children)
 
 
-def _dist_running() -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    job = mxjob()
+#: The smallest distributed job: what a case needs when the number of replicas is not its point.
+SMALL = {"Scheduler": replica(1), "Server": replica(1), "Worker": replica(2)}
+
+
+def _running(**spec: Any) -> tuple[Json, list[Json]]:
+    """The job `mxjob(**spec)` with every pod running and the status of that written."""
+    job = mxjob(**spec)
     children = all_pods(first_cluster(job), running)
-    return mxjob(status=status_after(job, children)), children
+    return mxjob(**spec, status=status_after(job, children)), children
 
 
 @case
 def dist_succeeded() -> Json:
     """Scheduler and Workers exit 0; Servers still run: the job has succeeded."""
-    job, children = _dist_running()
+    job, children = _running()
     done = lambda pod: terminated(pod, 0, minutes=30)  # noqa: E731
     children = with_states(
         children,
@@ -133,7 +132,7 @@ def dist_succeeded() -> Json:
 @case
 def dist_succeeded_cleanup_running() -> Json:
     """The parent status shows Succeeded: cleanPodPolicy Running removes the running Servers."""
-    job, children = _dist_running()
+    job, children = _running()
     done = lambda pod: terminated(pod, 0, minutes=30)  # noqa: E731
     children = with_states(
         children,
@@ -149,14 +148,12 @@ def dist_succeeded_cleanup_running() -> Json:
 
 @case
 def all_workers_succeeded() -> Json:
-    """successPolicy AllWorkers: every Worker exited 0 while Scheduler and Servers run: Succeeded.
+    """successPolicy AllWorkers: every Worker exited 0 while Scheduler and Server run: Succeeded.
 
     The BytePS Scheduler may never exit; cleanup follows once the parent status shows it."""
-    job = mxjob(successPolicy="AllWorkers")
-    children = all_pods(first_cluster(job), running)
-    job = mxjob(successPolicy="AllWorkers", status=status_after(job, children))
+    job, children = _running(replicas=SMALL, successPolicy="AllWorkers")
     done = lambda pod: terminated(pod, 0, minutes=30)  # noqa: E731
-    children = with_states(children, mnist_worker_0=done, mnist_worker_1=done, mnist_worker_2=done)
+    children = with_states(children, mnist_worker_0=done, mnist_worker_1=done)
     return request(job, children)
 
 
@@ -166,19 +163,14 @@ def invalid_success_policy() -> Json:
     return request(mxjob(successPolicy="AllServers"))
 
 
-def _exitcode_running() -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """A running 1/2/3 job whose Workers have restartPolicy ExitCode, status written."""
-    replicas = {"Scheduler": replica(1), "Server": replica(2), "Worker": replica(3, "ExitCode")}
-    children = all_pods(first_cluster(mxjob(replicas=replicas)), running)
-    return mxjob(
-        replicas=replicas, status=status_after(mxjob(replicas=replicas), children)
-    ), children
+#: SMALL with restartPolicy ExitCode for the Workers.
+EXITCODE_WORKERS = {**SMALL, "Worker": replica(2, "ExitCode")}
 
 
 @case
 def exitcode_worker_killed_137() -> Json:
     """ExitCode policy, a Worker killed (137): a replacement pod `-r1`, Restarting=True."""
-    job, children = _exitcode_running()
+    job, children = _running(replicas=EXITCODE_WORKERS)
     children = with_states(children, mnist_worker_1=lambda p: terminated(p, 137, minutes=20))
     return request(job, children)
 
@@ -199,15 +191,15 @@ def exitcode_replacement_running() -> Json:
 @case
 def exitcode_worker_exit_1() -> Json:
     """ExitCode policy, a Worker exits 1 (permanent): Failed, the message names replica and code."""
-    job, children = _exitcode_running()
-    children = with_states(children, mnist_worker_2=lambda p: terminated(p, 1, minutes=15))
+    job, children = _running(replicas=EXITCODE_WORKERS)
+    children = with_states(children, mnist_worker_1=lambda p: terminated(p, 1, minutes=15))
     return request(job, children)
 
 
 @case
 def never_worker_failure() -> Json:
     """Never policy: even a retryable exit (143) fails the job."""
-    job, children = _dist_running()
+    job, children = _running(replicas=SMALL)
     children = with_states(children, mnist_worker_0=lambda p: terminated(p, 143, minutes=15))
     return request(job, children)
 
@@ -265,7 +257,7 @@ TUNE_REPLICAS = {
 }
 
 
-def _tune_job(**extra: Any) -> dict[str, Any]:
+def _tune_job(**extra: Any) -> Json:
     replicas = copy.deepcopy(TUNE_REPLICAS)
     replicas["TunerServer"]["template"]["metadata"] = {
         "annotations": {"tuner-server-key": "gpu-v100"}
@@ -340,7 +332,7 @@ def invalid_name_too_long() -> Json:
 @case
 def invalid_spec_keeps_running_pods() -> Json:
     """A running job edited into an invalid spec: Failed, and nothing running is deleted."""
-    job, children = _dist_running()
+    job, children = _running(replicas=SMALL)
     job["spec"]["mxReplicaSpecs"]["Worker"]["restartPolicy"] = "Sometimes"
     return request(job, children)
 
@@ -351,15 +343,15 @@ def invalid_spec_keeps_running_pods() -> Json:
 @case
 def hook_v2_request() -> Json:
     """Hook v2 keys children by namespace/name; the answer is the same as for v1."""
-    job, children = _dist_running()
+    job, children = _running(replicas=SMALL)
     return request(job, children, v2=True)
 
 
 @case
 def terminating_pods() -> Json:
     """A deleted, still-terminating Worker is neither active nor re-created under its name."""
-    job, children = _dist_running()
-    children = with_states(children, mnist_worker_2=terminating)
+    job, children = _running(replicas=SMALL)
+    children = with_states(children, mnist_worker_1=terminating)
     return request(job, children)
 
 
@@ -372,9 +364,7 @@ def lowercase_replica_keys() -> Json:
 # --- docs/run-policy.md: run policy ---------------------------------------------------------------
 
 
-def _finished_job(
-    run_policy: dict[str, Any], exit_code: int
-) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def _finished_job(run_policy: Json, exit_code: int) -> tuple[Json, list[Json]]:
     """A 1 Scheduler / 1 Server / 2 Worker job whose Workers ended with `exit_code`, and
     whose parent status already shows the decision (cleanup may proceed)."""
     replicas = {"Scheduler": replica(1), "Server": replica(1), "Worker": replica(2)}
@@ -437,9 +427,8 @@ def stale_cache_pods_gone_parent_old() -> Json:
 @case
 def deadline_running() -> Json:
     """activeDeadlineSeconds 7200 from a start 30 s after T0: resync when it runs out."""
-    job = mxjob(run_policy={"activeDeadlineSeconds": 7200})
-    children = all_pods(first_cluster(job), running)
-    return request(mxjob(run_policy={"activeDeadlineSeconds": 7200}), children)
+    job = mxjob(replicas=SMALL, run_policy={"activeDeadlineSeconds": 7200})
+    return request(job, all_pods(first_cluster(job), running))
 
 
 @case
@@ -447,9 +436,8 @@ def deadline_exceeded() -> Json:
     """Past startTime + 600 s: Failed DeadlineExceeded at that moment; pods kept for now.
 
     They go once the parent status shows the decision (deadline-exceeded-cleanup)."""
-    job = mxjob(run_policy={"activeDeadlineSeconds": 600})
-    children = all_pods(first_cluster(job), running)
-    return request(mxjob(run_policy={"activeDeadlineSeconds": 600}), children)
+    job = mxjob(replicas=SMALL, run_policy={"activeDeadlineSeconds": 600})
+    return request(job, all_pods(first_cluster(job), running))
 
 
 @case
@@ -467,16 +455,16 @@ def deadline_exceeded_config_gone() -> Json:
 def deadline_exceeded_cleanup() -> Json:
     """The parent status shows DeadlineExceeded: every pod goes, whatever cleanPodPolicy says."""
     policy = {"activeDeadlineSeconds": 600, "cleanPodPolicy": "None"}
-    children = all_pods(first_cluster(mxjob(run_policy=policy)), running)
-    decided = run(request(mxjob(run_policy=policy), children))
+    children = all_pods(first_cluster(mxjob(replicas=SMALL, run_policy=policy)), running)
+    decided = run(request(mxjob(replicas=SMALL, run_policy=policy), children))
     children += [c for c in cluster_after(decided) if c["metadata"]["name"].endswith("-result")]
-    return request(mxjob(run_policy=policy, status=decided.status), children)
+    return request(mxjob(replicas=SMALL, run_policy=policy, status=decided.status), children)
 
 
 @case
 def suspend_running_job() -> Json:
     """suspend: true on a running job: no pods, no Services; Suspended, Running=False."""
-    job, children = _dist_running()
+    job, children = _running(replicas=SMALL)
     job["spec"]["runPolicy"] = {"suspend": True}
     job["metadata"]["managedFields"] = [
         {"manager": "kubectl", "operation": "Update", "time": at(45)},
@@ -539,20 +527,8 @@ WHOLE = {
 }
 
 
-def _whole_running(
-    replicas: dict[str, Any] | None = None, run_policy: dict[str, Any] | None = None
-) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """A running 1/1/2 job, status written, every replica restartable."""
-    replicas = replicas or WHOLE
-    job = mxjob(replicas=replicas, run_policy=run_policy)
-    children = all_pods(first_cluster(job), running)
-    return mxjob(replicas=replicas, run_policy=run_policy, status=status_after(job, children)), (
-        children
-    )
-
-
-def _killed_server() -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    job, children = _whole_running()
+def _killed_server() -> tuple[Json, list[Json]]:
+    job, children = _running(replicas=WHOLE)
     return job, with_states(children, mnist_server_0=lambda p: terminated(p, 137, minutes=20))
 
 
@@ -566,7 +542,7 @@ def whole_job_server_killed_137() -> Json:
     return request(job, children)
 
 
-def _recorded(stale: bool) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def _recorded(stale: bool) -> tuple[Json, list[Json]]:
     """The record of the Server's restart is observed; the parent status shows the decision,
     or (stale) still the Running status from before it."""
     job, children = _killed_server()
@@ -643,7 +619,7 @@ def whole_job_scheduler_restarted_in_place() -> Json:
 
     Its restartCount 1 is the one restart counted."""
     replicas = {**WHOLE, "Scheduler": replica(1, "OnFailure")}
-    job, children = _whole_running(replicas)
+    job, children = _running(replicas=replicas)
     children = with_states(children, mnist_scheduler_0=lambda p: running(p, minutes=15, restarts=1))
     return request(job, children)
 
@@ -653,7 +629,7 @@ def whole_job_evicted_server() -> Json:
     """A Server preempted (DisruptionTarget) restarts the whole job, not counted as a restart.
 
     The pod failed without an exit code; backoffLimit 0 is not exceeded."""
-    job, children = _whole_running(run_policy={"backoffLimit": 0})
+    job, children = _running(replicas=WHOLE, run_policy={"backoffLimit": 0})
     children = with_states(
         children,
         mnist_server_0=lambda p: disrupted(terminated(p, None, minutes=20, reason="Preempted")),
@@ -667,7 +643,7 @@ def whole_job_backoff_exceeded() -> Json:
 
     No run 2 is recorded."""
     policy = {"backoffLimit": 1}
-    job, children = _whole_running(run_policy=policy)
+    job, children = _running(replicas=WHOLE, run_policy=policy)
     children = with_states(children, mnist_server_0=lambda p: terminated(p, 137, minutes=20))
     decided = run(request(job, children))
     record = [
@@ -681,7 +657,7 @@ def whole_job_backoff_exceeded() -> Json:
     return request(job, run1)
 
 
-def _gang_controller(api_version: str) -> dict[str, Any]:
+def _gang_controller(api_version: str) -> Json:
     controller = copy.deepcopy(CONTROLLER)
     controller["spec"]["childResources"].append(
         {"apiVersion": api_version, "resource": "podgroups"}

@@ -61,9 +61,9 @@ def mxjob(
     status: dict[str, Any] | None = None,
     **spec_extra: Any,
 ) -> dict[str, Any]:
-    """An MXJob as Metacontroller sends it."""
+    """An MXJob as Metacontroller sends it; `replicas` is copied (callers share constants)."""
     spec: dict[str, Any] = {
-        "mxReplicaSpecs": replicas
+        "mxReplicaSpecs": copy.deepcopy(replicas)
         or {"Scheduler": replica(1), "Server": replica(2), "Worker": replica(3)},
         **spec_extra,
     }
