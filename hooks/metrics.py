@@ -35,9 +35,10 @@ from prometheus_client.metrics_core import Metric
 from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
 
+from hooks.core.api import ConditionStatus, Reason
+
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 CONTENT_TYPE = CONTENT_TYPE_LATEST
-INVALID_REASON = "MXJobInvalidSpec"
 REJECTED = "rejected"
 ERROR = "error"
 NOT_MODIFIED = "not_modified"
@@ -84,8 +85,8 @@ def outcome(status: dict[str, Any], invalid: bool) -> str:
     if invalid:
         return INVALID
     for condition in reversed(conditions if isinstance(conditions, list) else []):
-        if isinstance(condition, dict) and condition.get("status") == "True":
-            if condition.get("reason") == INVALID_REASON:
+        if isinstance(condition, dict) and condition.get("status") == ConditionStatus.TRUE:
+            if condition.get("reason") == Reason.INVALID_SPEC:
                 return INVALID
             return str(condition.get("type", NO_CONDITION)).lower()
     return NO_CONDITION

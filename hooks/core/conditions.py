@@ -8,10 +8,12 @@ and a terminal condition turns Running (and, beyond kubeflow, Restarting) to Fal
 
 from typing import Any
 
-from hooks.core.api import TERMINAL, ConditionType, Reason
+from hooks.core.api import TERMINAL, ConditionStatus, ConditionType, Reason
 
 #: Conditions a finished job can no longer be in.
-_ENDED_BY_TERMINAL = ("Running", "Restarting")
+_ENDED_BY_TERMINAL = (ConditionType.RUNNING, ConditionType.RESTARTING)
+#: Conditions that replace each other: a job is running or restarting, never both.
+_EXCLUSIVE = {ConditionType.RUNNING, ConditionType.RESTARTING}
 
 
 def clean(conditions: object) -> list[dict[str, Any]]:
@@ -26,7 +28,7 @@ def clean(conditions: object) -> list[dict[str, Any]]:
         if isinstance(c, dict)
         and isinstance(c.get("type"), str)
         and c["type"] in known
-        and c.get("status") in ("True", "False")
+        and c.get("status") in tuple(ConditionStatus)
     ]
 
 
@@ -38,7 +40,7 @@ def find(conditions: list[dict[str, Any]], ctype: ConditionType) -> dict[str, An
 def is_true(conditions: list[dict[str, Any]], ctype: ConditionType) -> bool:
     """Whether the condition of a type is present with status True."""
     found = find(conditions, ctype)
-    return found is not None and found.get("status") == "True"
+    return found is not None and found.get("status") == ConditionStatus.TRUE
 
 
 def _stamped(condition: dict[str, Any], time: str | None, transition: str | None) -> dict[str, Any]:
@@ -58,7 +60,7 @@ def set_condition(
     time: str | None,
 ) -> list[dict[str, Any]]:
     """The list with the condition set; `time` is the event that caused it, never the clock."""
-    value = "True" if status else "False"
+    value = (ConditionStatus.TRUE if status else ConditionStatus.FALSE).value
     existing = find(conditions, ctype)
     if existing is not None and (
         existing.get("status"),
@@ -72,10 +74,16 @@ def set_condition(
     updated: list[dict[str, Any]] = []
     for condition in conditions:
         other = condition.get("type")
-        if other == ctype.value or {other, ctype.value} == {"Running", "Restarting"}:
+        if other == ctype.value or {other, ctype} == _EXCLUSIVE:
             continue
-        if ctype in TERMINAL and other in _ENDED_BY_TERMINAL and condition.get("status") == "True":
-            updated.append(_stamped({**condition, "status": "False"}, time, time))
+        if (
+            ctype in TERMINAL
+            and other in _ENDED_BY_TERMINAL
+            and condition.get("status") == ConditionStatus.TRUE
+        ):
+            updated.append(
+                _stamped({**condition, "status": ConditionStatus.FALSE.value}, time, time)
+            )
         else:
             updated.append(condition)
     new = {"type": ctype.value, "status": value, "reason": reason.value, "message": message}

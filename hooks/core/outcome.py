@@ -11,7 +11,7 @@ from datetime import datetime, timedelta
 from hooks.core.api import ConditionType, JobMode, Reason, ReplicaType, SuccessPolicy
 from hooks.core.job import Job
 from hooks.core.naming import MAX_ATTEMPT
-from hooks.core.observed import SUCCEEDED
+from hooks.core.observed import PodPhase
 from hooks.core.restarts import SlotPlan, describe_exit, replica_words
 from hooks.core.runs import RunRecord, Step
 from hooks.core.timestamps import format_time, latest
@@ -44,7 +44,7 @@ def decide(
     name = job.name
     deciding = deciding_types(job)
     done = [p.current for p in plans if p.slot.rtype in deciding]
-    if done and all(pod is not None and pod.phase == SUCCEEDED for pod in done):
+    if done and all(pod is not None and pod.phase is PodPhase.SUCCEEDED for pod in done):
         moment = latest(*(pod.finished or pod.last_event for pod in done if pod is not None))
         return Outcome(
             ConditionType.SUCCEEDED,

@@ -8,10 +8,10 @@ from datetime import datetime
 from typing import Any
 
 from hooks.core import conditions as cond
-from hooks.core.api import TERMINAL, ConditionType, Reason
+from hooks.core.api import TERMINAL, ConditionStatus, ConditionType, Reason
 from hooks.core.job import Job
 from hooks.core.labels import type_selector
-from hooks.core.observed import FAILED, SUCCEEDED, ObservedPod
+from hooks.core.observed import ObservedPod, PodPhase
 from hooks.core.outcome import Outcome
 from hooks.core.restarts import SlotPlan
 from hooks.core.timestamps import earliest, format_time, parse
@@ -30,7 +30,7 @@ def is_terminal(status: dict[str, Any]) -> bool:
 def failed_reason(status: dict[str, Any]) -> str | None:
     """The reason of a status' Failed=True condition, if any."""
     found = cond.find(cond.clean(status.get("conditions")), ConditionType.FAILED)
-    return found.get("reason") if found and found.get("status") == "True" else None
+    return found.get("reason") if found and found.get("status") == ConditionStatus.TRUE else None
 
 
 def frozen(status: dict[str, Any]) -> dict[str, Any]:
@@ -61,8 +61,8 @@ def replica_statuses(job: Job, plans: list[SlotPlan]) -> dict[str, dict[str, Any
         current = [p.current for p in plans if p.slot.rtype is rtype and p.current is not None]
         statuses[rtype.value] = {
             "active": sum(1 for pod in current if pod.active),
-            "succeeded": sum(1 for pod in current if pod.phase == SUCCEEDED),
-            "failed": sum(1 for pod in current if pod.phase == FAILED),
+            "succeeded": sum(1 for pod in current if pod.phase is PodPhase.SUCCEEDED),
+            "failed": sum(1 for pod in current if pod.phase is PodPhase.FAILED),
             "restarts": sum(p.restarts for p in plans if p.slot.rtype is rtype),
             "selector": type_selector(job.name, rtype),
         }
