@@ -47,14 +47,27 @@ class SyncResponse:
 
 
 def sync(request: SyncRequest, now: datetime) -> SyncResponse:
-    """Decide the desired state of one MXJob."""
-    created = parse(dig(request.parent, "metadata", "creationTimestamp"))
-    changed = _spec_changed(request.parent) or created
+    """Decide the desired state of one MXJob, by the first state it is in: invalid, finished,
+    suspended, active."""
+    job, problems = _read_job(request)
+    if job is None:
+        return _invalid(request, problems)
+    record = recorded_status(request.group(CONFIG_MAP).get(result_name(job.name)))
+    if status.is_terminal(request.status) or record is not None:
+        return _finished(job, request, record)
+    if job.spec.run_policy.suspend:
+        return _suspended(job, request)
+    return _active(job, request, now)
+
+
+def _read_job(request: SyncRequest) -> tuple[Job | None, list[Problem]]:
+    """The job of a valid spec, or None and the spec's problems."""
     spec, problems = load(request.parent.get("spec"))
     if spec is not None:
         problems = validate(request.name, spec)
     if spec is None or problems:
-        return _invalid(request, problems, created, changed)
+        return None, problems
+    created, changed = _moments(request.parent)
     job = Job(
         name=request.name,
         namespace=request.namespace,
@@ -63,25 +76,26 @@ def sync(request: SyncRequest, now: datetime) -> SyncResponse:
         created=created,
         spec_changed=changed,
     )
-    previous = request.status
-    record = recorded_status(request.group(CONFIG_MAP).get(result_name(job.name)))
-    if status.is_terminal(previous) or record is not None:
-        return _finished(job, request, record)
-    if spec.run_policy.suspend:
-        return SyncResponse(status.suspended_status(job, previous), [desired_config(job)])
-    return _active(job, request, now)
+    return job, []
 
 
-def _invalid(
-    request: SyncRequest,
-    problems: list[Problem],
-    created: datetime | None,
-    changed: datetime | None,
-) -> SyncResponse:
+def _moments(parent: dict[str, Any]) -> tuple[datetime | None, datetime | None]:
+    """When the job was created, and when its spec last changed (its creation if never)."""
+    created = parse(dig(parent, "metadata", "creationTimestamp"))
+    return created, _spec_changed(parent) or created
+
+
+def _invalid(request: SyncRequest, problems: list[Problem]) -> SyncResponse:
     """Failed with MXJobInvalidSpec; every observed child is kept, nothing is created."""
     message = f"MXJob {request.name} has an invalid spec: " + "; ".join(map(str, problems))
+    created, changed = _moments(request.parent)
     new_status = status.invalid_status(request.name, request.status, message, created, changed)
     return SyncResponse(new_status, children.keep_all(request), invalid=problems)
+
+
+def _suspended(job: Job, request: SyncRequest) -> SyncResponse:
+    """Suspended: no pods, no Services; only the config ConfigMap stays."""
+    return SyncResponse(status.suspended_status(job, request.status), [desired_config(job)])
 
 
 def _finished(job: Job, request: SyncRequest, record: dict[str, Any] | None) -> SyncResponse:
@@ -112,7 +126,7 @@ def _active(job: Job, request: SyncRequest, now: datetime) -> SyncResponse:
     record, record_child = runs.observed_record(job, request.group(CONFIG_MAP))
     plan = runs.plan_run(job, pods, record)
     start = status.start_time(previous, pods)
-    outcome = decide(job, plan.plans, start, now, plan.restart, plan.step)
+    outcome = decide(job, plan, start, now)
     new_status = status.active_status(job, previous, plan.plans, outcome, start)
     if outcome.finished:
         # Record the decision; nothing is deleted until the parent status shows it
