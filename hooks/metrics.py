@@ -20,7 +20,7 @@ request refused with a 4xx (not a sync request, malformed JSON, …); `error` fo
 
 import glob
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from prometheus_client import (
@@ -79,7 +79,7 @@ INVALID_SPECS = Counter(
 )
 
 
-def outcome(status: dict[str, Any], invalid: bool) -> str:
+def outcome(status: Mapping[str, Any], invalid: bool) -> str:
     """The outcome label of a sync answered with `status` (see the module docstring)."""
     conditions = status.get("conditions")
     if invalid:

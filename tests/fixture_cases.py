@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from hooks.core.status import JobStatus
 from tests import golden
 from tests.builders import (
     CONTROLLER,
@@ -66,7 +67,7 @@ def first_cluster(job: Json, controller: Json | None = None) -> list[Json]:
     return cluster_after(run(request(job, controller=controller)))
 
 
-def status_after(job: Json, children: list[Json]) -> Json:
+def status_after(job: Json, children: list[Json]) -> JobStatus:
     """The status the hook would have written for this state (what the next sync observes)."""
     return run(request(job, children)).status
 

@@ -8,6 +8,7 @@ synced at another moment than the builders' NOW, `now.txt`. Written by
 """
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -60,7 +61,7 @@ def load(folder: Path) -> Recorded:
 
 
 def write(
-    folder: Path, reason: str, request: dict[str, Any], now: datetime, response: dict[str, Any]
+    folder: Path, reason: str, request: dict[str, Any], now: datetime, response: Mapping[str, Any]
 ) -> None:
     """Record one case: request, response, digest, and `now.txt` only when `now` is not NOW."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -78,7 +79,7 @@ def _pretty(value: object) -> str:
     return json.dumps(value, indent=2, sort_keys=True) + "\n"
 
 
-def digest(reason: str, request: dict[str, Any], response: dict[str, Any]) -> str:
+def digest(reason: str, request: Mapping[str, Any], response: Mapping[str, Any]) -> str:
     """What a case proves, in a few lines: a change of behaviour shows as a change here."""
     status = response.get("status", {})
     conditions = status.get("conditions") or [{}]
@@ -100,7 +101,7 @@ def digest(reason: str, request: dict[str, Any], response: dict[str, Any]) -> st
     return "\n".join(lines) + "\n"
 
 
-def _children_lines(request: dict[str, Any], response: dict[str, Any]) -> list[str]:
+def _children_lines(request: Mapping[str, Any], response: Mapping[str, Any]) -> list[str]:
     """`created|kept|deleted  Kind  name name…`, one line per verb and kind, sorted."""
     observed = {
         (str(child["kind"]), str(child["metadata"]["name"]))

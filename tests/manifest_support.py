@@ -370,7 +370,7 @@ def hook_sync(
         "children": children,
         "finalizing": False,
     }
-    return sync(parse(copy.deepcopy(request)), NOW).to_json()
+    return dict(sync(parse(copy.deepcopy(request)), NOW).to_json())
 
 
 def observed(child: dict[str, Any], parent: dict[str, Any]) -> dict[str, Any]:

@@ -7,6 +7,7 @@ tests/builders.py; the benchmark's realistic ones in bench/requests.py.
 """
 
 import copy
+from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -58,7 +59,7 @@ def mxjob(
     replicas: dict[str, Any] | None = None,
     run_policy: dict[str, Any] | None = None,
     mode: str | None = None,
-    status: dict[str, Any] | None = None,
+    status: Mapping[str, Any] | None = None,
     **spec_extra: Any,
 ) -> dict[str, Any]:
     """An MXJob as Metacontroller sends it; `replicas` is copied (callers share constants)."""

@@ -10,7 +10,7 @@ docs/run-policy.md).
 import math
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Required, TypedDict
 
 from hooks.core import children, gang, runs, status
 from hooks.core.api import CleanPodPolicy, Reason
@@ -25,22 +25,31 @@ from hooks.core.request import CONFIG_MAP, POD, SyncRequest
 from hooks.core.restarts import SlotPlan
 from hooks.core.services import desired_service
 from hooks.core.spec import Problem, load
+from hooks.core.status import JobStatus
 from hooks.core.timestamps import latest, parse
 from hooks.core.validation import validate
+
+
+class SyncAnswer(TypedDict, total=False):
+    """The body of a sync answer (docs/http.md): exactly these keys."""
+
+    status: Required[JobStatus]
+    children: Required[list[dict[str, Any]]]
+    resyncAfterSeconds: float
 
 
 @dataclass(frozen=True)
 class SyncResponse:
     """What Metacontroller applies: the parent's status and the complete list of children."""
 
-    status: dict[str, Any]
+    status: JobStatus
     children: list[dict[str, Any]]
     resync_after_seconds: float | None = None
     invalid: list[Problem] = field(default_factory=list)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> SyncAnswer:
         """Exactly the keys of docs/http.md: v2 hooks unmarshal strictly."""
-        body: dict[str, Any] = {"status": self.status, "children": self.children}
+        body: SyncAnswer = {"status": self.status, "children": self.children}
         if self.resync_after_seconds is not None:
             body["resyncAfterSeconds"] = self.resync_after_seconds
         return body
