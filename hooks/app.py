@@ -31,7 +31,7 @@ from werkzeug.exceptions import (
 )
 
 from hooks import etag, logs, metrics, wire
-from hooks.core.request import RequestError, SyncRequest, parse
+from hooks.core.request import RequestError, SyncRequest, parse_request
 from hooks.core.sync import SyncResponse, sync
 
 #: Metacontroller sends every child in full; 5000 pods with status are about 60 MB.
@@ -124,7 +124,7 @@ def _decode(data: bytes) -> SyncRequest:
     except orjson.JSONDecodeError as exc:
         raise MalformedJSONError(f"the body is not valid JSON: {exc}") from exc
     try:
-        return parse(body)
+        return parse_request(body)
     except RequestError as exc:
         raise NotASyncRequestError(str(exc), body) from exc
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import kubernetes_validate
 import pytest
 
-from hooks.core.request import parse
+from hooks.core.request import parse_request
 from hooks.core.sync import sync
 from tests import golden
 from tests.fixture_cases import CASES
@@ -28,7 +28,7 @@ def unified(want: list[str], got: list[str], names: tuple[str, str] = ("want", "
 @pytest.mark.parametrize("case", CASE_DIRS, ids=lambda p: p.name)
 def test_response_matches_recording(case: Path) -> None:
     recorded = golden.load(case)
-    got = sync(parse(recorded.request), recorded.now).to_json()
+    got = sync(parse_request(recorded.request), recorded.now).to_json()
     if got != recorded.response:
         diff = unified(pretty(recorded.response), pretty(got))
         pytest.fail(f"{case.name}: response differs (-want +got)\n{diff}")

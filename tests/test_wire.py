@@ -1,7 +1,7 @@
 """The fast decoding (hooks/wire.py) answers exactly what the full decoding answers.
 
 Every golden fixture, every benchmark state and generated requests go through both paths: the
-fast one (`wire.decode`, `wire.encode`) must give the same bytes as `parse(orjson.loads(…))`
+fast one (`wire.decode`, `wire.encode`) must give the same bytes as `parse_request(orjson.loads(…))`
 and `orjson.dumps`. If a change to the core starts reading a child field the typed shapes in
 hooks/wire.py leave out, these tests fail on the first request that holds that field.
 """
@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given
 
 from hooks import wire
-from hooks.core.request import parse
+from hooks.core.request import parse_request
 from hooks.core.sync import sync
 from tests import golden
 from tests.builders import NOW
@@ -28,7 +28,7 @@ CASES = golden.folders()
 
 
 def full(data: bytes, now: datetime) -> bytes:
-    return orjson.dumps(sync(parse(orjson.loads(data)), now).to_json())
+    return orjson.dumps(sync(parse_request(orjson.loads(data)), now).to_json())
 
 
 def fast(data: bytes, now: datetime) -> bytes:

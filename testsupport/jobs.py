@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from hooks.core.request import parse
+from hooks.core.request import parse_request
 from hooks.core.sync import SyncResponse, sync
 
 T0 = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
@@ -110,4 +110,4 @@ def request(
 
 
 def run(body: dict[str, Any], now: datetime = NOW) -> SyncResponse:
-    return sync(parse(copy.deepcopy(body)), now)
+    return sync(parse_request(copy.deepcopy(body)), now)

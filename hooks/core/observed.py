@@ -13,7 +13,7 @@ from typing import Any
 from hooks.core.api import ANNOTATION_RESTARTS, ANNOTATION_RUN, MXNET_CONTAINER, ConditionStatus
 from hooks.core.fields import dig, dig_dict, dig_int, dig_list
 from hooks.core.naming import Slot, parse_pod_name
-from hooks.core.timestamps import latest, parse
+from hooks.core.timestamps import latest, parse_time
 
 
 class PodPhase(StrEnum):
@@ -78,11 +78,11 @@ def read_pod(job: str, pod: dict[str, Any]) -> ObservedPod | None:
         attempt=attempt,
         phase=_PHASES.get(phase, PodPhase.PENDING) if isinstance(phase, str) else PodPhase.PENDING,
         terminating=dig(pod, "metadata", "deletionTimestamp") is not None,
-        created=parse(dig(pod, "metadata", "creationTimestamp")),
-        started=parse(dig(mxnet, "state", "running", "startedAt"))
-        or parse(terminated.get("startedAt"))
-        or parse(dig(pod, "status", "startTime")),
-        finished=parse(terminated.get("finishedAt")),
+        created=parse_time(dig(pod, "metadata", "creationTimestamp")),
+        started=parse_time(dig(mxnet, "state", "running", "startedAt"))
+        or parse_time(terminated.get("startedAt"))
+        or parse_time(dig(pod, "status", "startTime")),
+        finished=parse_time(terminated.get("finishedAt")),
         exit_code=dig_int(terminated, "exitCode"),
         reason=_text(dig(pod, "status", "reason")) or _text(terminated.get("reason")),
         restart_count=sum(max(dig_int(s, "restartCount") or 0, 0) for s in statuses),

@@ -36,7 +36,7 @@ from hooks.core.restarts import (
     plan_slot,
     replica_words,
 )
-from hooks.core.timestamps import format_time, parse
+from hooks.core.timestamps import format_time, parse_time
 
 #: Replica types whose loss the other processes cannot survive (docs/restarts.md).
 WHOLE_JOB_TYPES = frozenset(
@@ -113,7 +113,7 @@ def observed_record(
             attempt=int(str(attempt)),
             restarts_before=counts,
             cause=cause,
-            moment=parse(data.get("time")),
+            moment=parse_time(data.get("time")),
         )
         return record, child
     return None, None

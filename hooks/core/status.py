@@ -15,7 +15,7 @@ from hooks.core.labels import type_selector
 from hooks.core.observed import ObservedPod, PodPhase
 from hooks.core.outcome import Outcome
 from hooks.core.restarts import SlotPlan
-from hooks.core.timestamps import earliest, format_time, parse
+from hooks.core.timestamps import earliest, format_time, parse_time
 
 
 class ReplicaStatus(TypedDict):
@@ -61,7 +61,7 @@ def frozen(status: dict[str, Any]) -> JobStatus:
 
 def carried_start(previous: dict[str, Any]) -> datetime | None:
     """The startTime of the previous status, if it holds a valid one."""
-    return parse(previous.get("startTime"))
+    return parse_time(previous.get("startTime"))
 
 
 def start_time(previous: dict[str, Any], pods: dict[Any, list[ObservedPod]]) -> datetime | None:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Required, TypedDict
 
-from hooks.core import children, gang, runs, status
+from hooks.core import gang, retention, runs, status
 from hooks.core.api import CleanPodPolicy, Reason
 from hooks.core.configmaps import desired_config, desired_result, recorded_status
 from hooks.core.fields import dig, dig_list
@@ -26,7 +26,7 @@ from hooks.core.restarts import SlotPlan
 from hooks.core.services import desired_service
 from hooks.core.spec import Problem, load
 from hooks.core.status import JobStatus
-from hooks.core.timestamps import latest, parse
+from hooks.core.timestamps import latest, parse_time
 from hooks.core.validation import validate
 
 
@@ -90,7 +90,7 @@ def _read_job(request: SyncRequest) -> tuple[Job | None, list[Problem]]:
 
 def _moments(parent: dict[str, Any]) -> tuple[datetime | None, datetime | None]:
     """When the job was created, and when its spec last changed (its creation if never)."""
-    created = parse(dig(parent, "metadata", "creationTimestamp"))
+    created = parse_time(dig(parent, "metadata", "creationTimestamp"))
     return created, _spec_changed(parent) or created
 
 
@@ -99,7 +99,7 @@ def _invalid(request: SyncRequest, problems: list[Problem]) -> SyncResponse:
     message = f"MXJob {request.name} has an invalid spec: " + "; ".join(map(str, problems))
     created, changed = _moments(request.parent)
     new_status = status.invalid_status(request.name, request.status, message, created, changed)
-    return SyncResponse(new_status, children.keep_all(request), invalid=problems)
+    return SyncResponse(new_status, retention.keep_all(request), invalid=problems)
 
 
 def _suspended(job: Job, request: SyncRequest) -> SyncResponse:
@@ -112,16 +112,16 @@ def _finished(job: Job, request: SyncRequest, record: dict[str, Any] | None) -> 
     previous = request.status
     if record is not None and not status.is_terminal(previous):
         # Stale parent cache: the record says finished, so restore it and touch nothing.
-        return SyncResponse(status.frozen(record), children.keep_all(request))
+        return SyncResponse(status.frozen(record), retention.keep_all(request))
     final = status.frozen(previous)
     reason = status.failed_reason(final)
     if reason == Reason.INVALID_SPEC:
         # The job never ran under this controller's decisions: keep what the user has.
-        return SyncResponse(final, children.keep_all(request))
+        return SyncResponse(final, retention.keep_all(request))
     policy = job.spec.run_policy.clean_pod_policy
     if reason == Reason.DEADLINE:
         policy = CleanPodPolicy.ALL  # docs/run-policy.md: past the deadline, every pod goes
-    kept = children.after_cleanup(request, policy)
+    kept = retention.after_cleanup(request, policy)
     if record is None:
         kept.append(desired_result(job, final))
     kept.append(desired_config(job))
@@ -141,7 +141,7 @@ def _active(job: Job, request: SyncRequest, now: datetime) -> SyncResponse:
         # Record the decision; nothing is deleted until the parent status shows it
         # (docs/run-policy.md).
         # The config is listed as `_finished` will list it, or the next sync would create it.
-        kept = [c for c in children.keep_all(request) if not _is_result(job, c)]
+        kept = [c for c in retention.keep_all(request) if not _is_result(job, c)]
         listed = [*kept, desired_result(job, new_status), desired_config(job)]
         return SyncResponse(new_status, _unique(listed))
     creating = runs.may_create_run(previous, plan.restart, bool(plan.old))
@@ -149,7 +149,7 @@ def _active(job: Job, request: SyncRequest, now: datetime) -> SyncResponse:
     if plan.fresh is not None:
         listed.append(runs.record_config_map(job, plan.fresh))
     elif record_child is not None:
-        listed.append(children.as_observed(record_child))
+        listed.append(retention.as_observed(record_child))
     if not runs.may_delete_old_run(previous, record, plan.plans):
         listed.extend(_pod_as_listed(job, pod) for pod in plan.old)
     deadline = deadline_at(job, start)
@@ -201,7 +201,7 @@ def _unique(listed: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def _spec_changed(parent: dict[str, Any]) -> datetime | None:
     """When the spec last changed: the latest non-status managedFields entry, if any."""
     times = [
-        parse(entry.get("time"))
+        parse_time(entry.get("time"))
         for entry in dig_list(parent, "metadata", "managedFields")
         if isinstance(entry, dict) and not entry.get("subresource")
     ]

@@ -1,4 +1,5 @@
-"""Which children a response lists, per job state (docs/run-policy.md, docs/metacontroller.md).
+"""Retention: which observed children a response keeps listing, per job state
+(docs/run-policy.md, docs/metacontroller.md).
 
 Metacontroller deletes every observed child missing from the response, so "keep" means "list
 it". Kept children that the hook cannot or need not rebuild are listed as observed, trimmed to
