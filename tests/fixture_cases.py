@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from hooks.core.status import JobStatus
-from tests import golden
+from tests import builders, golden
 from tests.builders import (
     CONTROLLER,
     NOW,
@@ -25,7 +25,6 @@ from tests.builders import (
     mxjob,
     pods_by_name,
     replica,
-    request,
     run,
     running,
     terminated,
@@ -60,6 +59,14 @@ def case(build: Build) -> Build:
     name = build.__name__.replace("_", "-")
     CASES[name] = Case(name, reason_of(build), build)
     return build
+
+
+def request(
+    parent: Json, children: list[Json] | None = None, controller: Json | None = None
+) -> Json:
+    """A sync request as the CompositeController of metacontroller/base asks for it: hook v2,
+    children keyed by `namespace/name`."""
+    return builders.request(parent, children, controller, v2=True)
 
 
 def first_cluster(job: Json, controller: Json | None = None) -> list[Json]:
@@ -342,10 +349,10 @@ def invalid_spec_keeps_running_pods() -> Json:
 
 
 @case
-def hook_v2_request() -> Json:
-    """Hook v2 keys children by namespace/name; the answer is the same as for v1."""
+def hook_v1_request() -> Json:
+    """Hook v1 keys children by name; the answer is the same as for v2."""
     job, children = _running(replicas=SMALL)
-    return request(job, children, v2=True)
+    return builders.request(job, children, v2=False)
 
 
 @case
