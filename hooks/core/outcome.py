@@ -60,6 +60,16 @@ def _succeeded(facts: _Facts) -> Outcome | None:
     )
 
 
+def _failed(facts: _Facts, reason: Reason, why: str, time: datetime | None) -> Outcome:
+    """Failed for `reason`: the message is `MXJob <name> has failed: <why>`."""
+    return Outcome(
+        ctype=ConditionType.FAILED,
+        reason=reason,
+        message=f"MXJob {facts.job.name} has failed: {why}",
+        time=time,
+    )
+
+
 def _failed_for_good(facts: _Facts) -> Outcome | None:
     """A pod failed in a way its restartPolicy does not retry (docs/restarts.md)."""
     plan = next((p for p in facts.plans if p.fatal is not None), None)
@@ -67,13 +77,9 @@ def _failed_for_good(facts: _Facts) -> Outcome | None:
         return None
     pod = plan.fatal
     policy = facts.job.spec.replicas[plan.slot.rtype].restart_policy
-    return Outcome(
-        ctype=ConditionType.FAILED,
-        reason=Reason.FAILED,
-        message=f"MXJob {facts.job.name} has failed: {replica_words(plan.slot, pod)} "
-        f"{describe_exit(pod)}, which restartPolicy {policy.value} does not retry.",
-        time=pod.finished or pod.last_event,
-    )
+    what = f"{replica_words(plan.slot, pod)} {describe_exit(pod)}"
+    why = f"{what}, which restartPolicy {policy.value} does not retry."
+    return _failed(facts, Reason.FAILED, why, pod.finished or pod.last_event)
 
 
 def _backoff_exceeded(facts: _Facts) -> Outcome | None:
@@ -82,13 +88,9 @@ def _backoff_exceeded(facts: _Facts) -> Outcome | None:
     restarts = sum(p.restarts for p in facts.plans)
     if limit is None or restarts <= limit:
         return None
-    return Outcome(
-        ctype=ConditionType.FAILED,
-        reason=Reason.BACKOFF_LIMIT,
-        message=f"MXJob {facts.job.name} has failed: {restarts} restarts exceed backoffLimit "
-        f"{limit}{_latest_failure(facts.plans)}.",
-        time=latest(*(p.current.last_event for p in facts.plans if p.current is not None)),
-    )
+    why = f"{restarts} restarts exceed backoffLimit {limit}{_latest_failure(facts.plans)}."
+    moment = latest(*(p.current.last_event for p in facts.plans if p.current is not None))
+    return _failed(facts, Reason.BACKOFF_LIMIT, why, moment)
 
 
 def _deadline_exceeded(facts: _Facts) -> Outcome | None:
@@ -98,13 +100,8 @@ def _deadline_exceeded(facts: _Facts) -> Outcome | None:
         return None
     seconds = facts.job.spec.run_policy.active_deadline_seconds
     since = format_time(facts.start) if facts.start else "its start"
-    return Outcome(
-        ctype=ConditionType.FAILED,
-        reason=Reason.DEADLINE,
-        message=f"MXJob {facts.job.name} has failed: it was active longer than "
-        f"activeDeadlineSeconds ({seconds}s) since {since}.",
-        time=deadline,
-    )
+    why = f"it was active longer than activeDeadlineSeconds ({seconds}s) since {since}."
+    return _failed(facts, Reason.DEADLINE, why, deadline)
 
 
 def _out_of_attempt_names(facts: _Facts) -> Outcome | None:
@@ -112,13 +109,8 @@ def _out_of_attempt_names(facts: _Facts) -> Outcome | None:
     restart = facts.run.restart
     if restart is None or restart.attempt <= MAX_ATTEMPT:
         return None
-    return Outcome(
-        ctype=ConditionType.FAILED,
-        reason=Reason.FAILED,
-        message=f"MXJob {facts.job.name} has failed: no attempt names are left for a whole-job "
-        f"restart ({restart.cause})",
-        time=restart.moment,
-    )
+    why = f"no attempt names are left for a whole-job restart ({restart.cause})"
+    return _failed(facts, Reason.FAILED, why, restart.moment)
 
 
 def _restarting_whole_job(facts: _Facts) -> Outcome | None:
