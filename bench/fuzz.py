@@ -61,13 +61,19 @@ class _Connection:
 
     def post(self, path: str, body: bytes, content_type: str | None) -> fuzzing.Answer:
         headers = {"Content-Type": content_type} if content_type is not None else {}
+        unsent: OSError | None = None
         try:
             self.conn.request("POST", path, body=body, headers=headers)
+        except (BrokenPipeError, ConnectionResetError) as exc:
+            unsent = exc  # answered (413) and closed before reading the body: read the answer
+        try:
             answer = self.conn.getresponse()
             data = answer.read()
         except (OSError, http.client.HTTPException) as exc:
             self.conn.close()
             self.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+            if unsent is not None:  # the reset discarded the answer too
+                return fuzzing.CLOSED_UNREAD, "", f"closed while sending: {unsent!r}".encode()
             return 599, "", f"connection error: {exc!r}".encode()
         if answer.getheader("Connection", "").lower() == "close":
             self.conn.close()

@@ -9,7 +9,6 @@ Every answered sync is logged as one JSON line and counted in `GET /metrics`.
 
 import contextlib
 import gc
-import json
 import logging
 import os
 import time
@@ -31,15 +30,14 @@ from werkzeug.exceptions import (
 )
 
 from hooks import etag, logs, metrics, wire
-from hooks.core.request import RequestError, SyncRequest, parse
-from hooks.core.sync import SyncResponse, sync
+from hooks.core.request import RequestError, SyncRequest, parse_request
+from hooks.core.sync import sync
 
 #: Metacontroller sends every child in full; 5000 pods with status are about 60 MB.
 DEFAULT_MAX_BODY_BYTES = 256 * 1024 * 1024
 Clock = Callable[[], datetime]
-Decide = Callable[[SyncRequest, datetime], SyncResponse]
-#: The hooks, each served on `POST /<name>`.
-HOOKS: dict[str, Decide] = {"sync": sync}
+#: The one hook, served on `POST /sync`; the `hook` label of its metrics and log lines.
+HOOK = "sync"
 #: An invalid spec's problems are logged, the first few of them.
 LOGGED_PROBLEMS = 5
 _LOG = logging.getLogger(logs.LOGGER_NAME)
@@ -80,16 +78,8 @@ def collector_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _dumps(body: object) -> bytes:
-    """orjson, or the standard library for what orjson refuses (nesting deeper than 254)."""
-    try:
-        return orjson.dumps(body)
-    except orjson.JSONEncodeError:
-        return json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()
-
-
 def _json(body: object, status: int = 200) -> Response:
-    return Response(_dumps(body), status=status, mimetype="application/json")
+    return Response(wire.encode(body), status=status, mimetype="application/json")
 
 
 def _read_body() -> bytes:
@@ -124,41 +114,41 @@ def _decode(data: bytes) -> SyncRequest:
     except orjson.JSONDecodeError as exc:
         raise MalformedJSONError(f"the body is not valid JSON: {exc}") from exc
     try:
-        return parse(body)
+        return parse_request(body)
     except RequestError as exc:
         raise NotASyncRequestError(str(exc), body) from exc
 
 
-def _answer(hook: str, clock: Clock, testing: bool) -> Response:
+def _answer(clock: Clock, testing: bool) -> Response:
     """Read the request, decide, encode; count and log the call with the job reference."""
     g.started = started = time.perf_counter()
     data = _read_body()
     size = len(data)
-    tag = etag.of(hook, data)
+    tag = etag.of(HOOK, data)
     if etag.matches(request.headers.get("If-None-Match"), tag):
-        return _not_modified(hook, started, tag, size)
+        return _not_modified(started, tag, size)
     parsed = _decode(data)
     reference = {
-        "hook": hook,
+        "hook": HOOK,
         "namespace": parsed.namespace,
         "name": parsed.name,
         "uid": logs.job_reference(parsed.parent)["uid"],
     }
     try:
-        decided = HOOKS[hook](parsed, clock())
+        decided = sync(parsed, clock())
         body = wire.encode(decided.to_json())
     except RequestError as exc:  # a part of the request the answer would have to echo
         raise NotASyncRequestError(str(exc), {"parent": parsed.parent}) from exc
     except Exception as exc:
-        metrics.observe(hook, metrics.ERROR, time.perf_counter() - started, size, None)
+        metrics.observe(HOOK, metrics.ERROR, time.perf_counter() - started, size, None)
         fields = {**reference, "outcome": metrics.ERROR, "status": 500}
-        _LOG.exception("%s failed: a bug in the hook", hook, extra={logs.FIELDS: fields})
+        _LOG.exception("%s failed: a bug in the hook", HOOK, extra={logs.FIELDS: fields})
         if testing:
             raise
         raise InternalServerError("the hook failed; see its log") from exc
     seconds = time.perf_counter() - started
     result = metrics.outcome(decided.status, bool(decided.invalid))
-    metrics.observe(hook, result, seconds, size, len(body))
+    metrics.observe(HOOK, result, seconds, size, len(body))
     if _LOG.isEnabledFor(logging.INFO):
         fields = {
             **reference,
@@ -172,38 +162,38 @@ def _answer(hook: str, clock: Clock, testing: bool) -> Response:
         if decided.invalid:
             fields["problems"] = [str(p) for p in decided.invalid[:LOGGED_PROBLEMS]]
         where = f"{parsed.namespace}/{parsed.name}"
-        _LOG.info("%s %s: %s", hook, where, result, extra={logs.FIELDS: fields})
+        _LOG.info("%s %s: %s", HOOK, where, result, extra={logs.FIELDS: fields})
     answer = Response(body, status=200, mimetype="application/json")
     if etag.tagged(decided.resync_after_seconds):
         answer.headers["ETag"] = tag
     return answer
 
 
-def _not_modified(hook: str, started: float, tag: str, size: int) -> Response:
+def _not_modified(started: float, tag: str, size: int) -> Response:
     """Metacontroller still holds the answer to this very body: 304, nothing decoded."""
     seconds = time.perf_counter() - started
-    metrics.observe(hook, metrics.NOT_MODIFIED, seconds, size, None)
+    metrics.observe(HOOK, metrics.NOT_MODIFIED, seconds, size, None)
     if _LOG.isEnabledFor(logging.INFO):
         fields = {
-            "hook": hook,
+            "hook": HOOK,
             "outcome": metrics.NOT_MODIFIED,
             "status": 304,
             "duration_ms": round(seconds * 1000, 3),
             "request_bytes": size,
         }
-        _LOG.info("%s: not modified", hook, extra={logs.FIELDS: fields})
+        _LOG.info("%s: not modified", HOOK, extra={logs.FIELDS: fields})
     answer = Response(status=304)
     answer.headers["ETag"] = tag
     return answer
 
 
-def _refused(hook: str, status: int, error: str, message: str, body: object) -> None:
+def _refused(status: int, error: str, message: str, body: object) -> None:
     """Count and log (the reason, never the body) a hook call refused with a 4xx."""
     size = request.content_length or 0
-    metrics.observe(hook, metrics.REJECTED, time.perf_counter() - g.started, size, None)
+    metrics.observe(HOOK, metrics.REJECTED, time.perf_counter() - g.started, size, None)
     parent = body.get("parent") if isinstance(body, dict) else None
     fields = {
-        "hook": hook,
+        "hook": HOOK,
         **logs.job_reference(parent),
         "outcome": metrics.REJECTED,
         "status": status,
@@ -212,11 +202,11 @@ def _refused(hook: str, status: int, error: str, message: str, body: object) -> 
         "content_type": request.content_type,
         "request_bytes": size,
     }
-    _LOG.warning("%s refused: %s", hook, message, extra={logs.FIELDS: fields})
+    _LOG.warning("%s refused: %s", HOOK, message, extra={logs.FIELDS: fields})
 
 
 def _unrouted(status: int, error: str) -> None:
-    """Log an error outside the hooks: no such route or method, or a failed probe."""
+    """Log an error outside the hook: no such route or method, or a failed probe."""
     method, path = request.method, request.path
     fields = {"status": status, "error": error, "method": method, "path": path}
     level = logging.ERROR if status >= 500 else logging.INFO
@@ -231,15 +221,15 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     )
     app.config["CLOCK"] = lambda: datetime.now(UTC)
     app.config.update(config or {})
-    # Flask's own lines (an exception outside the hooks) go out as JSON too.
+    # Flask's own lines (an exception outside the hook) go out as JSON too.
     app.logger.removeHandler(default_handler)
     app.logger.handlers[:] = logs.configure().handlers
     app.logger.propagate = False
 
-    @app.post(f"/<any({', '.join(HOOKS)}):hook>")
-    def hook_route(hook: str) -> Response:
+    @app.post(f"/{HOOK}")
+    def hook_route() -> Response:
         with collector_paused():
-            return _answer(hook, app.config["CLOCK"], app.testing)
+            return _answer(app.config["CLOCK"], app.testing)
 
     @app.get("/healthz")
     def healthz() -> Response:
@@ -259,11 +249,10 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
         code = exc.code or 500
         error = getattr(exc, "error", None) or (exc.name or "error").lower().replace(" ", "_")
         message = exc.description or error
-        hook = (request.view_args or {}).get("hook")
-        if hook is None:
+        if request.endpoint != "hook_route":
             _unrouted(code, error)
-        elif code < 500:  # a hook's 500 was logged with its traceback where it happened
-            _refused(hook, code, error, message, getattr(exc, "body", None))
+        elif code < 500:  # the hook's 500 was logged with its traceback where it happened
+            _refused(code, error, message, getattr(exc, "body", None))
         return _json({"error": error, "message": message}, code)
 
     return app

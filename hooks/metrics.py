@@ -20,7 +20,7 @@ request refused with a 4xx (not a sync request, malformed JSON, …); `error` fo
 
 import glob
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from prometheus_client import (
@@ -35,9 +35,10 @@ from prometheus_client.metrics_core import Metric
 from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
 
+from hooks.core.api import ConditionStatus, Reason
+
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 CONTENT_TYPE = CONTENT_TYPE_LATEST
-INVALID_REASON = "MXJobInvalidSpec"
 REJECTED = "rejected"
 ERROR = "error"
 NOT_MODIFIED = "not_modified"
@@ -78,14 +79,14 @@ INVALID_SPECS = Counter(
 )
 
 
-def outcome(status: dict[str, Any], invalid: bool) -> str:
+def outcome(status: Mapping[str, Any], invalid: bool) -> str:
     """The outcome label of a sync answered with `status` (see the module docstring)."""
     conditions = status.get("conditions")
     if invalid:
         return INVALID
     for condition in reversed(conditions if isinstance(conditions, list) else []):
-        if isinstance(condition, dict) and condition.get("status") == "True":
-            if condition.get("reason") == INVALID_REASON:
+        if isinstance(condition, dict) and condition.get("status") == ConditionStatus.TRUE:
+            if condition.get("reason") == Reason.INVALID_SPEC:
                 return INVALID
             return str(condition.get("type", NO_CONDITION)).lower()
     return NO_CONDITION

@@ -4,13 +4,13 @@ Metacontroller sends every child in full: managedFields, volumes, tolerations, t
 status of every container. The core reads a dozen fields of each. `decode` reads the request
 with msgspec against typed shapes (`_Child` below) that name only those fields; everything
 else is skipped while scanning, never turned into Python objects. The result is what
-`hooks.core.request.parse` returns for the full body, as far as the core can tell:
+`hooks.core.request.parse_request` returns for the full body, as far as the core can tell:
 
 - the parent and the controller in full (orjson, exactly as before: the parent's
   templates are copied into pods);
 - each child as a plain dict holding apiVersion, kind, the metadata the core reads, the status
   fields the core reads, ConfigMap data, and its `spec` as `msgspec.Raw`: the child's own bytes,
-  echoed untouched when the hook lists an observed child as kept (`children.as_observed`) and
+  echoed untouched when the hook lists an observed child as kept (`retention.as_observed`) and
   encoded as they came by `encode`.
 
 Whenever the fast path cannot vouch for the result (not JSON, a shape the typed decoding
@@ -25,7 +25,7 @@ from typing import Any, TypedDict
 import msgspec
 import orjson
 
-from hooks.core.request import RequestError, SyncRequest, parse
+from hooks.core.request import RequestError, SyncRequest, parse_request
 
 
 class _Meta(TypedDict, total=False):
@@ -59,7 +59,7 @@ class _Child(TypedDict, total=False):
     apiVersion: Any
     kind: Any
     metadata: _Meta
-    # Echoed as observed for a kept child (children.as_observed); never read otherwise.
+    # Echoed as observed for a kept child (retention.as_observed); never read otherwise.
     spec: msgspec.Raw
     data: Any
     binaryData: Any
@@ -92,7 +92,7 @@ def decode(data: bytes) -> SyncRequest | None:
         # RecursionError: msgspec stops at Python's recursion limit, below orjson's depth.
         return None
     try:
-        return parse(body)
+        return parse_request(body)
     except RequestError:
         return None
 

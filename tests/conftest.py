@@ -12,9 +12,8 @@ from flask.testing import FlaskClient
 from hypothesis import HealthCheck, settings
 
 from hooks.app import create_app
+from tests import golden
 from testsupport.jobs import NOW
-
-FIXTURES = Path(__file__).parent / "fixtures"
 
 # No per-example deadline: a loaded CI machine makes timing a flake, not a finding. Choose
 # another registered profile with HYPOTHESIS_PROFILE.
@@ -41,13 +40,13 @@ def client(make_client: Callable[..., FlaskClient]) -> FlaskClient:
 @pytest.fixture
 def seed_case() -> Path:
     """The golden case of a job's first sync."""
-    return FIXTURES / "dist-first-sync"
+    return golden.FIXTURES / "dist-first-sync"
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     """A test taking `fixture_case` runs once per golden case directory under tests/fixtures."""
     if "fixture_case" in metafunc.fixturenames:
-        cases = sorted(p for p in FIXTURES.iterdir() if p.is_dir())
+        cases = golden.folders()
         metafunc.parametrize("fixture_case", cases, ids=[p.name for p in cases])
 
 

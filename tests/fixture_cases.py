@@ -1,18 +1,21 @@
-"""The fixture cases: each builds a sync request by walking a job through a real lifecycle.
+"""The golden cases: each builds the sync request of one moment in a job's real lifecycle.
 
-`python -m tests.fixture_cases` writes `tests/fixtures/<case>/request.json` and records the
-hook's answer as `response.json`; review the diff of every recorded response before committing.
-`tests/test_fixtures.py` compares the hook's answer with the recorded one, whole.
+A case is a function decorated with `@case`, named after what it shows; the first line of its
+docstring is its reason, a sentence a reviewer reads in the case's digest. `python -m
+tests.fixture_cases` writes every case to `tests/fixtures/<case>/` (tests/golden.py) with the
+hook's answer recorded; review the diff of each `digest.txt`, then of the responses, before
+committing. `tests/test_fixtures.py` compares the hook's answer with the recorded one, whole.
 """
 
 import copy
-import json
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
+from hooks.core.status import JobStatus
+from tests import builders, golden
 from tests.builders import (
     CONTROLLER,
     NOW,
@@ -22,40 +25,61 @@ from tests.builders import (
     mxjob,
     pods_by_name,
     replica,
-    request,
     run,
     running,
     terminated,
     terminating,
 )
 
-FIXTURES = Path(__file__).parent / "fixtures"
-Case = Callable[[], tuple[dict[str, Any], datetime]]
+Json = dict[str, Any]
+Build = Callable[[], Json]
+
+
+@dataclass(frozen=True)
+class Case:
+    """One golden case: why it exists, how its request is built, and when it is synced (a case
+    synced at another moment than NOW is registered with its own `now`)."""
+
+    name: str
+    reason: str
+    build: Build
+    now: datetime = NOW
+
+
 CASES: dict[str, Case] = {}
 
 
-def case(fn: Case) -> Case:
-    CASES[fn.__name__.replace("_", "-")] = fn
-    return fn
+def reason_of(build: Build) -> str:
+    """The first line of a case's docstring; empty when it has none."""
+    return (build.__doc__ or "").strip().split("\n", 1)[0].strip()
 
 
-def first_cluster(
-    job: dict[str, Any], controller: dict[str, Any] | None = None
-) -> list[dict[str, Any]]:
+def case(build: Build) -> Build:
+    """Register a case under its function's name, `_` written `-`."""
+    name = build.__name__.replace("_", "-")
+    CASES[name] = Case(name, reason_of(build), build)
+    return build
+
+
+def request(
+    parent: Json, children: list[Json] | None = None, controller: Json | None = None
+) -> Json:
+    """A sync request as the CompositeController of metacontroller/base asks for it: hook v2,
+    children keyed by `namespace/name`."""
+    return builders.request(parent, children, controller, v2=True)
+
+
+def first_cluster(job: Json, controller: Json | None = None) -> list[Json]:
     """The children a cluster holds after the hook's first sync of `job`."""
     return cluster_after(run(request(job, controller=controller)))
 
 
-def status_after(
-    job: dict[str, Any], children: list[dict[str, Any]], now: datetime = NOW
-) -> dict[str, Any]:
+def status_after(job: Json, children: list[Json]) -> JobStatus:
     """The status the hook would have written for this state (what the next sync observes)."""
-    return run(request(job, children), now).status
+    return run(request(job, children)).status
 
 
-def with_states(
-    children: list[dict[str, Any]], **states: Callable[[dict[str, Any]], dict[str, Any]]
-) -> list[dict[str, Any]]:
+def with_states(children: list[Json], **states: Callable[[Json], Json]) -> list[Json]:
     """Apply a state function to named pods (`mnist_worker_0=running`); `_` in keys is `-`."""
     named = {k.replace("_", "-"): fn for k, fn in states.items()}
     return [
@@ -66,9 +90,7 @@ def with_states(
     ]
 
 
-def all_pods(
-    children: list[dict[str, Any]], fn: Callable[[dict[str, Any]], dict[str, Any]]
-) -> list[dict[str, Any]]:
+def all_pods(children: list[Json], fn: Callable[[Json], Json]) -> list[Json]:
     return [fn(c) if c["kind"] == "Pod" else c for c in children]
 
 
@@ -76,28 +98,34 @@ def all_pods(
 
 
 @case
-def dist_first_sync() -> tuple[dict[str, Any], datetime]:
+def dist_first_sync() -> Json:
     """1 Scheduler, 2 Servers, 3 Workers, seen for the first time: every child is created."""
-    return request(mxjob()), NOW
+    return request(mxjob())
 
 
 @case
-def dist_all_running() -> tuple[dict[str, Any], datetime]:
+def dist_all_running() -> Json:
+    """Every pod of the 1/2/3 job runs: Running, the counts show 6 active, nothing created."""
     job = mxjob()
     children = all_pods(first_cluster(job), running)
-    return request(mxjob(status=status_after(job, first_cluster(job))), children), NOW
+    return request(mxjob(status=status_after(job, first_cluster(job))), children)
 
 
-def _dist_running() -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    job = mxjob()
+#: The smallest distributed job: what a case needs when the number of replicas is not its point.
+SMALL = {"Scheduler": replica(1), "Server": replica(1), "Worker": replica(2)}
+
+
+def _running(**spec: Any) -> tuple[Json, list[Json]]:
+    """The job `mxjob(**spec)` with every pod running and the status of that written."""
+    job = mxjob(**spec)
     children = all_pods(first_cluster(job), running)
-    return mxjob(status=status_after(job, children)), children
+    return mxjob(**spec, status=status_after(job, children)), children
 
 
 @case
-def dist_succeeded() -> tuple[dict[str, Any], datetime]:
+def dist_succeeded() -> Json:
     """Scheduler and Workers exit 0; Servers still run: the job has succeeded."""
-    job, children = _dist_running()
+    job, children = _running()
     done = lambda pod: terminated(pod, 0, minutes=30)  # noqa: E731
     children = with_states(
         children,
@@ -106,13 +134,13 @@ def dist_succeeded() -> tuple[dict[str, Any], datetime]:
         mnist_worker_1=done,
         mnist_worker_2=done,
     )
-    return request(job, children), NOW
+    return request(job, children)
 
 
 @case
-def dist_succeeded_cleanup_running() -> tuple[dict[str, Any], datetime]:
+def dist_succeeded_cleanup_running() -> Json:
     """The parent status shows Succeeded: cleanPodPolicy Running removes the running Servers."""
-    job, children = _dist_running()
+    job, children = _running()
     done = lambda pod: terminated(pod, 0, minutes=30)  # noqa: E731
     children = with_states(
         children,
@@ -123,75 +151,69 @@ def dist_succeeded_cleanup_running() -> tuple[dict[str, Any], datetime]:
     )
     response = run(request(job, children))
     children = children + cluster_after(response)[-1:]
-    return request(mxjob(status=response.status), children), NOW
+    return request(mxjob(status=response.status), children)
 
 
 @case
-def all_workers_succeeded() -> tuple[dict[str, Any], datetime]:
-    """successPolicy AllWorkers: every Worker exited 0, Scheduler and Servers still run:
-    Succeeded (the BytePS Scheduler may never exit); cleanup follows once the status shows it."""
-    job = mxjob(successPolicy="AllWorkers")
-    children = all_pods(first_cluster(job), running)
-    job = mxjob(successPolicy="AllWorkers", status=status_after(job, children))
+def all_workers_succeeded() -> Json:
+    """successPolicy AllWorkers: every Worker exited 0 while Scheduler and Server run: Succeeded.
+
+    The BytePS Scheduler may never exit; cleanup follows once the parent status shows it."""
+    job, children = _running(replicas=SMALL, successPolicy="AllWorkers")
     done = lambda pod: terminated(pod, 0, minutes=30)  # noqa: E731
-    children = with_states(children, mnist_worker_0=done, mnist_worker_1=done, mnist_worker_2=done)
-    return request(job, children), NOW
+    children = with_states(children, mnist_worker_0=done, mnist_worker_1=done)
+    return request(job, children)
 
 
 @case
-def invalid_success_policy() -> tuple[dict[str, Any], datetime]:
+def invalid_success_policy() -> Json:
     """An unknown successPolicy is an invalid spec naming the field, not silently ignored."""
-    return request(mxjob(successPolicy="AllServers")), NOW
+    return request(mxjob(successPolicy="AllServers"))
 
 
-def _exitcode_running() -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """A running 1/2/3 job whose Workers have restartPolicy ExitCode, status written."""
-    replicas = {"Scheduler": replica(1), "Server": replica(2), "Worker": replica(3, "ExitCode")}
-    children = all_pods(first_cluster(mxjob(replicas=replicas)), running)
-    return mxjob(
-        replicas=replicas, status=status_after(mxjob(replicas=replicas), children)
-    ), children
+#: SMALL with restartPolicy ExitCode for the Workers.
+EXITCODE_WORKERS = {**SMALL, "Worker": replica(2, "ExitCode")}
 
 
 @case
-def exitcode_worker_killed_137() -> tuple[dict[str, Any], datetime]:
+def exitcode_worker_killed_137() -> Json:
     """ExitCode policy, a Worker killed (137): a replacement pod `-r1`, Restarting=True."""
-    job, children = _exitcode_running()
+    job, children = _running(replicas=EXITCODE_WORKERS)
     children = with_states(children, mnist_worker_1=lambda p: terminated(p, 137, minutes=20))
-    return request(job, children), NOW
+    return request(job, children)
 
 
 @case
-def exitcode_replacement_running() -> tuple[dict[str, Any], datetime]:
+def exitcode_replacement_running() -> Json:
     """The replacement of the killed Worker runs: Running again, restarts 1, failed pod kept."""
-    body, now = exitcode_worker_killed_137()
-    response = run(body, now)
+    body = exitcode_worker_killed_137()
+    response = run(body)
     children = [c for group in body["children"].values() for c in group.values()]
     replacement = pods_by_name(cluster_after(response, minutes=21))["mnist-worker-1-r1"]
     children.append(running(replacement, minutes=22))
     parent = copy.deepcopy(body["parent"])
     parent["status"] = response.status
-    return request(parent, children), NOW
+    return request(parent, children)
 
 
 @case
-def exitcode_worker_exit_1() -> tuple[dict[str, Any], datetime]:
+def exitcode_worker_exit_1() -> Json:
     """ExitCode policy, a Worker exits 1 (permanent): Failed, the message names replica and code."""
-    job, children = _exitcode_running()
-    children = with_states(children, mnist_worker_2=lambda p: terminated(p, 1, minutes=15))
-    return request(job, children), NOW
+    job, children = _running(replicas=EXITCODE_WORKERS)
+    children = with_states(children, mnist_worker_1=lambda p: terminated(p, 1, minutes=15))
+    return request(job, children)
 
 
 @case
-def never_worker_failure() -> tuple[dict[str, Any], datetime]:
+def never_worker_failure() -> Json:
     """Never policy: even a retryable exit (143) fails the job."""
-    job, children = _dist_running()
+    job, children = _running(replicas=SMALL)
     children = with_states(children, mnist_worker_0=lambda p: terminated(p, 143, minutes=15))
-    return request(job, children), NOW
+    return request(job, children)
 
 
 @case
-def onfailure_backoff_limit() -> tuple[dict[str, Any], datetime]:
+def onfailure_backoff_limit() -> Json:
     """OnFailure restarts in place; 3 restarts exceed backoffLimit 2: BackoffLimitExceeded."""
     replicas = {"Worker": replica(2, "OnFailure")}
     job = mxjob(replicas=replicas, run_policy={"backoffLimit": 2})
@@ -204,11 +226,11 @@ def onfailure_backoff_limit() -> tuple[dict[str, Any], datetime]:
         mnist_worker_0=lambda p: running(p, minutes=9, restarts=2),
         mnist_worker_1=lambda p: running(p, minutes=8, restarts=1),
     )
-    return request(job, children), NOW
+    return request(job, children)
 
 
 @case
-def evicted_worker_replaced() -> tuple[dict[str, Any], datetime]:
+def evicted_worker_replaced() -> Json:
     """ExitCode policy, a Worker evicted (no exit code): retryable, replaced."""
     replicas = {"Worker": replica(2, "ExitCode")}
     job = mxjob(replicas=replicas, run_policy={"backoffLimit": 3})
@@ -217,23 +239,23 @@ def evicted_worker_replaced() -> tuple[dict[str, Any], datetime]:
         replicas=replicas, run_policy={"backoffLimit": 3}, status=status_after(job, children)
     )
     children = with_states(children, mnist_worker_0=lambda p: terminated(p, None, reason="Evicted"))
-    return request(job, children), NOW
+    return request(job, children)
 
 
 @case
-def single_worker() -> tuple[dict[str, Any], datetime]:
+def single_worker() -> Json:
     """One Worker and nothing else: no Scheduler, DMLC_PS_ROOT_URI empty, port 0."""
-    return request(mxjob(replicas={"Worker": replica(1)})), NOW
+    return request(mxjob(replicas={"Worker": replica(1)}))
 
 
 @case
-def four_workers_no_scheduler_succeeded() -> tuple[dict[str, Any], datetime]:
+def four_workers_no_scheduler_succeeded() -> Json:
     """Worker-only job with 4 Workers: succeeded once every Worker succeeded."""
     job = mxjob(replicas={"Worker": replica(4)})
     children = all_pods(first_cluster(job), running)
     job = mxjob(replicas={"Worker": replica(4)}, status=status_after(job, children))
     children = all_pods(children, lambda p: terminated(p, 0, minutes=40))
-    return request(job, children), NOW
+    return request(job, children)
 
 
 TUNE_REPLICAS = {
@@ -243,7 +265,7 @@ TUNE_REPLICAS = {
 }
 
 
-def _tune_job(**extra: Any) -> dict[str, Any]:
+def _tune_job(**extra: Any) -> Json:
     replicas = copy.deepcopy(TUNE_REPLICAS)
     replicas["TunerServer"]["template"]["metadata"] = {
         "annotations": {"tuner-server-key": "gpu-v100"}
@@ -252,23 +274,23 @@ def _tune_job(**extra: Any) -> dict[str, Any]:
 
 
 @case
-def tune_created() -> tuple[dict[str, Any], datetime]:
+def tune_created() -> Json:
     """MXTune: TunerTracker, 2 TunerServers, Tuner; `labels` carries tuner-server-key."""
-    return request(_tune_job()), NOW
+    return request(_tune_job())
 
 
 @case
-def tune_succeeded() -> tuple[dict[str, Any], datetime]:
+def tune_succeeded() -> Json:
     """MXTune succeeds when the Tuner succeeds."""
     job = _tune_job()
     children = all_pods(first_cluster(job), running)
     job = _tune_job(status=status_after(job, children))
     children = with_states(children, autotvm_tuner_0=lambda p: terminated(p, 0, minutes=50))
-    return request(job, children), NOW
+    return request(job, children)
 
 
 @case
-def byteps_worker_ids() -> tuple[dict[str, Any], datetime]:
+def byteps_worker_ids() -> Json:
     """A BytePS job: each Worker gets DMLC_WORKER_ID; user env is kept after ours."""
     bps = "bytepsimage/mxnet"
     env = [{"name": "BYTEPS_LOG_LEVEL", "value": "INFO"}, {"name": "DMLC_ROLE", "value": "bogus"}]
@@ -277,79 +299,80 @@ def byteps_worker_ids() -> tuple[dict[str, Any], datetime]:
         "Server": replica(1, image=bps),
         "Worker": replica(2, image=bps, env=env, command=["bpslaunch"]),
     }
-    return request(mxjob(name="byteps", replicas=replicas)), NOW
+    return request(mxjob(name="byteps", replicas=replicas))
 
 
 # --- docs/api.md: invalid specs ---------------------------------------------------------------
 
 
 @case
-def invalid_no_mxnet_container() -> tuple[dict[str, Any], datetime]:
+def invalid_no_mxnet_container() -> Json:
+    """No container is named `mxnet`: Failed MXJobInvalidSpec naming the containers' path."""
     replicas = {
         "Worker": {
             "replicas": 1,
             "template": {"spec": {"containers": [{"name": "main", "image": "x"}]}},
         }
     }
-    return request(mxjob(replicas=replicas)), NOW
+    return request(mxjob(replicas=replicas))
 
 
 @case
-def invalid_two_schedulers() -> tuple[dict[str, Any], datetime]:
-    return request(mxjob(replicas={"Scheduler": replica(2), "Worker": replica(1)})), NOW
+def invalid_two_schedulers() -> Json:
+    """Two Schedulers: Failed MXJobInvalidSpec (ps-lite has exactly one), nothing created."""
+    return request(mxjob(replicas={"Scheduler": replica(2), "Worker": replica(1)}))
 
 
 @case
-def invalid_server_without_scheduler() -> tuple[dict[str, Any], datetime]:
-    return request(mxjob(replicas={"Server": replica(1), "Worker": replica(1)})), NOW
+def invalid_server_without_scheduler() -> Json:
+    """Servers without a Scheduler: Failed MXJobInvalidSpec, nothing created."""
+    return request(mxjob(replicas={"Server": replica(1), "Worker": replica(1)}))
 
 
 @case
-def invalid_name_too_long() -> tuple[dict[str, Any], datetime]:
+def invalid_name_too_long() -> Json:
     """ExitCode can replace a Worker: `-r<attempt>` is reserved, 50 characters are too many."""
     replicas = {"Scheduler": replica(1), "Server": replica(2), "Worker": replica(3, "ExitCode")}
     name = "a-very-long-training-job-name-for-the-imagenet-run"
-    return request(mxjob(name=name, replicas=replicas)), NOW
+    return request(mxjob(name=name, replicas=replicas))
 
 
 @case
-def invalid_spec_keeps_running_pods() -> tuple[dict[str, Any], datetime]:
+def invalid_spec_keeps_running_pods() -> Json:
     """A running job edited into an invalid spec: Failed, and nothing running is deleted."""
-    job, children = _dist_running()
+    job, children = _running(replicas=SMALL)
     job["spec"]["mxReplicaSpecs"]["Worker"]["restartPolicy"] = "Sometimes"
-    return request(job, children), NOW
+    return request(job, children)
 
 
 # --- docs/http.md, docs/metacontroller.md: protocol details ---------------------------------------
 
 
 @case
-def hook_v2_request() -> tuple[dict[str, Any], datetime]:
-    """Hook v2 keys children by namespace/name; the answer is the same as for v1."""
-    job, children = _dist_running()
-    return request(job, children, v2=True), NOW
+def hook_v1_request() -> Json:
+    """Hook v1 keys children by name; the answer is the same as for v2."""
+    job, children = _running(replicas=SMALL)
+    return builders.request(job, children, v2=False)
 
 
 @case
-def terminating_pods() -> tuple[dict[str, Any], datetime]:
+def terminating_pods() -> Json:
     """A deleted, still-terminating Worker is neither active nor re-created under its name."""
-    job, children = _dist_running()
-    children = with_states(children, mnist_worker_2=terminating)
-    return request(job, children), NOW
+    job, children = _running(replicas=SMALL)
+    children = with_states(children, mnist_worker_1=terminating)
+    return request(job, children)
 
 
 @case
-def lowercase_replica_keys() -> tuple[dict[str, Any], datetime]:
+def lowercase_replica_keys() -> Json:
     """Replica keys match case-insensitively (`worker` == `Worker`)."""
-    return request(mxjob(replicas={"scheduler": replica(1), "worker": replica(2)})), NOW
+    return request(mxjob(replicas={"scheduler": replica(1), "worker": replica(2)}))
 
 
 # --- docs/run-policy.md: run policy ---------------------------------------------------------------
 
 
-def _finished_job(
-    run_policy: dict[str, Any], exit_code: int
-) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def _finished_job(run_policy: Json, exit_code: int) -> tuple[Json, list[Json]]:
     """A 1 Scheduler / 1 Server / 2 Worker job whose Workers ended with `exit_code`, and
     whose parent status already shows the decision (cleanup may proceed)."""
     replicas = {"Scheduler": replica(1), "Server": replica(1), "Worker": replica(2)}
@@ -363,32 +386,33 @@ def _finished_job(
 
 
 @case
-def cleanup_all_after_success() -> tuple[dict[str, Any], datetime]:
+def cleanup_all_after_success() -> Json:
     """cleanPodPolicy All: every pod and Service goes; ConfigMaps (and the record) stay."""
     job, children = _finished_job({"cleanPodPolicy": "All"}, 0)
-    return request(job, children), NOW
+    return request(job, children)
 
 
 @case
-def cleanup_none_after_failure() -> tuple[dict[str, Any], datetime]:
+def cleanup_none_after_failure() -> Json:
     """cleanPodPolicy None: everything stays, the running Server too."""
     job, children = _finished_job({"cleanPodPolicy": "None"}, 1)
-    return request(job, children), NOW
+    return request(job, children)
 
 
 @case
-def cleanup_waits_for_parent_status() -> tuple[dict[str, Any], datetime]:
+def cleanup_waits_for_parent_status() -> Json:
     """Finished, but the parent status is still old: the decision is recorded, nothing deleted."""
     job, children = _finished_job({"cleanPodPolicy": "All"}, 0)
     del job["status"]
     children = [c for c in children if not c["metadata"]["name"].endswith("-result")]
-    return request(job, children), NOW
+    return request(job, children)
 
 
 @case
-def stale_cache_pods_gone_parent_old() -> tuple[dict[str, Any], datetime]:
-    """The dangerous case: cleanup removed the pods, the parent cache still shows Running.
-    The result record restores the final status and nothing is created again."""
+def stale_cache_pods_gone_parent_old() -> Json:
+    """Pods cleaned up, parent cache still Running: the result record restores the status.
+
+    The dangerous case: without the record every pod would be created again."""
     job, children = _finished_job({"cleanPodPolicy": "All"}, 0)
     running_status = run(
         request(
@@ -405,50 +429,50 @@ def stale_cache_pods_gone_parent_old() -> tuple[dict[str, Any], datetime]:
     ).status
     job["status"] = running_status
     children = [c for c in children if c["kind"] == "ConfigMap"]
-    return request(job, children), NOW
+    return request(job, children)
 
 
 @case
-def deadline_running() -> tuple[dict[str, Any], datetime]:
+def deadline_running() -> Json:
     """activeDeadlineSeconds 7200 from a start 30 s after T0: resync when it runs out."""
-    job = mxjob(run_policy={"activeDeadlineSeconds": 7200})
-    children = all_pods(first_cluster(job), running)
-    return request(mxjob(run_policy={"activeDeadlineSeconds": 7200}), children), NOW
+    job = mxjob(replicas=SMALL, run_policy={"activeDeadlineSeconds": 7200})
+    return request(job, all_pods(first_cluster(job), running))
 
 
 @case
-def deadline_exceeded() -> tuple[dict[str, Any], datetime]:
-    """Past startTime + 600 s: Failed DeadlineExceeded at exactly that moment; pods kept until
-    the parent status shows it."""
-    job = mxjob(run_policy={"activeDeadlineSeconds": 600})
-    children = all_pods(first_cluster(job), running)
-    return request(mxjob(run_policy={"activeDeadlineSeconds": 600}), children), NOW
+def deadline_exceeded() -> Json:
+    """Past startTime + 600 s: Failed DeadlineExceeded at that moment; pods kept for now.
+
+    They go once the parent status shows the decision (deadline-exceeded-cleanup)."""
+    job = mxjob(replicas=SMALL, run_policy={"activeDeadlineSeconds": 600})
+    return request(job, all_pods(first_cluster(job), running))
 
 
 @case
-def deadline_exceeded_config_gone() -> tuple[dict[str, Any], datetime]:
-    """Past the deadline with the job's config ConfigMap gone (deleted by hand): the answer that
-    records DeadlineExceeded lists it again, as the cleanup after it does, so that the next
-    sync only deletes (found by `make fuzz`: it was not a fixpoint)."""
+def deadline_exceeded_config_gone() -> Json:
+    """Past the deadline, the config ConfigMap deleted by hand: DeadlineExceeded lists it again.
+
+    The cleanup after it lists it too, so that the next sync only deletes (found by `make
+    fuzz`: it was not a fixpoint)."""
     job = mxjob(replicas={"Worker": replica(1)}, run_policy={"activeDeadlineSeconds": 600})
     children = [c for c in all_pods(first_cluster(job), running) if c["kind"] != "ConfigMap"]
-    return request(job, children), NOW
+    return request(job, children)
 
 
 @case
-def deadline_exceeded_cleanup() -> tuple[dict[str, Any], datetime]:
+def deadline_exceeded_cleanup() -> Json:
     """The parent status shows DeadlineExceeded: every pod goes, whatever cleanPodPolicy says."""
     policy = {"activeDeadlineSeconds": 600, "cleanPodPolicy": "None"}
-    children = all_pods(first_cluster(mxjob(run_policy=policy)), running)
-    decided = run(request(mxjob(run_policy=policy), children))
+    children = all_pods(first_cluster(mxjob(replicas=SMALL, run_policy=policy)), running)
+    decided = run(request(mxjob(replicas=SMALL, run_policy=policy), children))
     children += [c for c in cluster_after(decided) if c["metadata"]["name"].endswith("-result")]
-    return request(mxjob(run_policy=policy, status=decided.status), children), NOW
+    return request(mxjob(replicas=SMALL, run_policy=policy, status=decided.status), children)
 
 
 @case
-def suspend_running_job() -> tuple[dict[str, Any], datetime]:
+def suspend_running_job() -> Json:
     """suspend: true on a running job: no pods, no Services; Suspended, Running=False."""
-    job, children = _dist_running()
+    job, children = _running(replicas=SMALL)
     job["spec"]["runPolicy"] = {"suspend": True}
     job["metadata"]["managedFields"] = [
         {"manager": "kubectl", "operation": "Update", "time": at(45)},
@@ -459,23 +483,23 @@ def suspend_running_job() -> tuple[dict[str, Any], datetime]:
             "subresource": "status",
         },
     ]
-    return request(job, children), NOW
+    return request(job, children)
 
 
 @case
-def resume_suspended_job() -> tuple[dict[str, Any], datetime]:
+def resume_suspended_job() -> Json:
     """suspend: false again: Suspended=False (MXJobResumed), pods come back, startTime reset."""
-    body, now = suspend_running_job()
-    suspended = run(body, now)
+    body = suspend_running_job()
+    suspended = run(body)
     job = copy.deepcopy(body["parent"])
     job["spec"]["runPolicy"] = {"suspend": False}
     job["metadata"]["managedFields"][0]["time"] = at(55)
     job["status"] = suspended.status
-    return request(job, cluster_after(suspended)), now
+    return request(job, cluster_after(suspended))
 
 
 @case
-def exitcode_backoff_after_replacements() -> tuple[dict[str, Any], datetime]:
+def exitcode_backoff_after_replacements() -> Json:
     """backoffLimit 1 counts replacements: the replacement is killed again, the job fails."""
     replicas = {"Worker": replica(2, "ExitCode")}
     policy = {"backoffLimit": 1}
@@ -485,11 +509,11 @@ def exitcode_backoff_after_replacements() -> tuple[dict[str, Any], datetime]:
     first = run(request(job, children))
     replacement = pods_by_name(cluster_after(first, minutes=6))["mnist-worker-0-r1"]
     children.append(terminated(replacement, 143, minutes=9, started=7))
-    return request(mxjob(replicas=replicas, run_policy=policy, status=first.status), children), NOW
+    return request(mxjob(replicas=replicas, run_policy=policy, status=first.status), children)
 
 
 @case
-def inline_run_policy_layout() -> tuple[dict[str, Any], datetime]:
+def inline_run_policy_layout() -> Json:
     """The kubeflow/mxnet-operator v1 layout: run-policy fields directly under spec."""
     job = mxjob(
         replicas={"Worker": replica(1, "ExitCode")},
@@ -499,7 +523,7 @@ def inline_run_policy_layout() -> tuple[dict[str, Any], datetime]:
     )
     children = all_pods(first_cluster(job), running)
     children = with_states(children, mnist_worker_0=lambda p: terminated(p, 137, minutes=3))
-    return request(job, children), NOW
+    return request(job, children)
 
 
 # --- docs/restarts.md: whole-job restarts ---------------------------------------------------------
@@ -511,32 +535,22 @@ WHOLE = {
 }
 
 
-def _whole_running(
-    replicas: dict[str, Any] | None = None, run_policy: dict[str, Any] | None = None
-) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """A running 1/1/2 job, status written, every replica restartable."""
-    replicas = replicas or WHOLE
-    job = mxjob(replicas=replicas, run_policy=run_policy)
-    children = all_pods(first_cluster(job), running)
-    return mxjob(replicas=replicas, run_policy=run_policy, status=status_after(job, children)), (
-        children
-    )
-
-
-def _killed_server() -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    job, children = _whole_running()
+def _killed_server() -> tuple[Json, list[Json]]:
+    job, children = _running(replicas=WHOLE)
     return job, with_states(children, mnist_server_0=lambda p: terminated(p, 137, minutes=20))
 
 
 @case
-def whole_job_server_killed_137() -> tuple[dict[str, Any], datetime]:
-    """A Server killed (137) under ExitCode: ps-lite cannot replace it alone. The run record
-    `mnist-mxjob-run-1` is created, every pod still listed, Restarting names the whole job."""
+def whole_job_server_killed_137() -> Json:
+    """A Server killed (137) under ExitCode restarts the whole job: run record 1 comes first.
+
+    ps-lite cannot replace a Server alone. `mnist-mxjob-run-1` is created, every pod still
+    listed, Restarting names the whole job."""
     job, children = _killed_server()
-    return request(job, children), NOW
+    return request(job, children)
 
 
-def _recorded(stale: bool) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def _recorded(stale: bool) -> tuple[Json, list[Json]]:
     """The record of the Server's restart is observed; the parent status shows the decision,
     or (stale) still the Running status from before it."""
     job, children = _killed_server()
@@ -550,88 +564,94 @@ def _recorded(stale: bool) -> tuple[dict[str, Any], list[dict[str, Any]]]:
 
 
 @case
-def whole_job_waits_for_parent_status() -> tuple[dict[str, Any], datetime]:
+def whole_job_waits_for_parent_status() -> Json:
     """Record observed, parent status still stale (Running): nothing is deleted yet."""
     job, children = _recorded(stale=True)
-    return request(job, children), NOW
+    return request(job, children)
 
 
 @case
-def whole_job_deletes_the_run() -> tuple[dict[str, Any], datetime]:
-    """Record observed and the parent status shows the restart: every pod of run 0 goes
-    (running ones too); no new pod while any of them is observed."""
+def whole_job_deletes_the_run() -> Json:
+    """Record observed, parent status shows the restart: every pod of run 0 goes, none comes.
+
+    Running pods go too; no new pod while any pod of run 0 is observed."""
     job, children = _recorded(stale=False)
-    return request(job, children), NOW
+    return request(job, children)
 
 
 @case
-def whole_job_old_pods_terminating() -> tuple[dict[str, Any], datetime]:
+def whole_job_old_pods_terminating() -> Json:
     """Run 0's pods still terminate (deletionTimestamp): still no pod of run 1."""
     job, children = _recorded(stale=False)
     children = [terminating(c, minutes=22) if c["kind"] == "Pod" else c for c in children]
     children = [c for c in children if c["metadata"]["name"] != "mnist-server-0"]
-    return request(job, children), NOW
+    return request(job, children)
 
 
 @case
-def whole_job_stale_parent_pods_gone() -> tuple[dict[str, Any], datetime]:
-    """Run 0 is gone and the parent status is stale (Running, no restart): the record alone says
-    run 1 and one restart; nothing of run 0 comes back, and run 1 waits for the parent status."""
+def whole_job_stale_parent_pods_gone() -> Json:
+    """Run 0 gone, parent status stale: the record alone says run 1 and one restart.
+
+    Nothing of run 0 comes back, and run 1 waits for the parent status."""
     job, children = _recorded(stale=True)
     children = [c for c in children if c["kind"] != "Pod"]
-    return request(job, children), NOW
+    return request(job, children)
 
 
 @case
-def whole_job_creates_next_run() -> tuple[dict[str, Any], datetime]:
-    """Run 0 is gone and the parent status shows it: every replica of run 1 is created, names
-    `-r1`, annotations run 1 and restarts-before (Server 1), Services unchanged."""
-    body, now = whole_job_stale_parent_pods_gone()
+def whole_job_creates_next_run() -> Json:
+    """Run 0 gone and the parent status shows it: every replica of run 1 is created.
+
+    Names `-r1`, annotations run 1 and restarts-before (Server 1), Services unchanged."""
+    body = whole_job_stale_parent_pods_gone()
     children = [c for group in body["children"].values() for c in group.values()]
     job = mxjob(replicas=WHOLE, status=status_after(body["parent"], children))
-    return request(job, children), now
+    return request(job, children)
 
 
 @case
-def whole_job_next_run_running() -> tuple[dict[str, Any], datetime]:
+def whole_job_next_run_running() -> Json:
     """Run 1 runs: Running again, Server restarts 1, the record kept, no run-0 pod."""
-    body, now = whole_job_creates_next_run()
-    response = run(body, now)
+    body = whole_job_creates_next_run()
+    response = run(body)
     children = [c for c in cluster_after(response, minutes=25)]
     children = all_pods(children, lambda p: running(p, minutes=26))
     parent = copy.deepcopy(body["parent"])
     parent["status"] = response.status
-    return request(parent, children), now
+    return request(parent, children)
 
 
 @case
-def whole_job_scheduler_restarted_in_place() -> tuple[dict[str, Any], datetime]:
-    """Scheduler under OnFailure restarted in place by the kubelet (restartCount 1): the whole
-    job restarts; the in-place restart is the one restart counted."""
+def whole_job_scheduler_restarted_in_place() -> Json:
+    """A Scheduler restarted in place by the kubelet (OnFailure) restarts the whole job.
+
+    Its restartCount 1 is the one restart counted."""
     replicas = {**WHOLE, "Scheduler": replica(1, "OnFailure")}
-    job, children = _whole_running(replicas)
+    job, children = _running(replicas=replicas)
     children = with_states(children, mnist_scheduler_0=lambda p: running(p, minutes=15, restarts=1))
-    return request(job, children), NOW
+    return request(job, children)
 
 
 @case
-def whole_job_evicted_server() -> tuple[dict[str, Any], datetime]:
-    """A Server preempted (DisruptionTarget, failed without exit code): whole job restarts,
-    and the disruption is not counted toward backoffLimit."""
-    job, children = _whole_running(run_policy={"backoffLimit": 0})
+def whole_job_evicted_server() -> Json:
+    """A Server preempted (DisruptionTarget) restarts the whole job, not counted as a restart.
+
+    The pod failed without an exit code; backoffLimit 0 is not exceeded."""
+    job, children = _running(replicas=WHOLE, run_policy={"backoffLimit": 0})
     children = with_states(
         children,
         mnist_server_0=lambda p: disrupted(terminated(p, None, minutes=20, reason="Preempted")),
     )
-    return request(job, children), NOW
+    return request(job, children)
 
 
 @case
-def whole_job_backoff_exceeded() -> tuple[dict[str, Any], datetime]:
-    """backoffLimit 1: run 1 already counts one restart; its Server killed again is the second:
-    BackoffLimitExceeded, no run 2."""
+def whole_job_backoff_exceeded() -> Json:
+    """backoffLimit 1, run 1's Server killed again (the second restart): BackoffLimitExceeded.
+
+    No run 2 is recorded."""
     policy = {"backoffLimit": 1}
-    job, children = _whole_running(run_policy=policy)
+    job, children = _running(replicas=WHOLE, run_policy=policy)
     children = with_states(children, mnist_server_0=lambda p: terminated(p, 137, minutes=20))
     decided = run(request(job, children))
     record = [
@@ -642,10 +662,10 @@ def whole_job_backoff_exceeded() -> tuple[dict[str, Any], datetime]:
     run1 = all_pods(cluster_after(created_run, minutes=25), lambda p: running(p, minutes=26))
     run1 = with_states(run1, mnist_server_0_r1=lambda p: terminated(p, 137, minutes=40))
     job = mxjob(replicas=WHOLE, run_policy=policy, status=created_run.status)
-    return request(job, run1), NOW
+    return request(job, run1)
 
 
-def _gang_controller(api_version: str) -> dict[str, Any]:
+def _gang_controller(api_version: str) -> Json:
     controller = copy.deepcopy(CONTROLLER)
     controller["spec"]["childResources"].append(
         {"apiVersion": api_version, "resource": "podgroups"}
@@ -667,7 +687,7 @@ GANG_POLICY = {
 
 
 @case
-def volcano_podgroup_pending() -> tuple[dict[str, Any], datetime]:
+def volcano_podgroup_pending() -> Json:
     """Volcano: the PodGroup is created first; no pod while it is Pending."""
     job = mxjob(run_policy=GANG_POLICY)
     first = run(request(job, controller=VOLCANO))
@@ -675,38 +695,33 @@ def volcano_podgroup_pending() -> tuple[dict[str, Any], datetime]:
     for child in children:
         if child["kind"] == "PodGroup":
             child["status"] = {"phase": "Pending"}
-    return request(job, children, VOLCANO), NOW
+    return request(job, children, VOLCANO)
 
 
 @case
-def volcano_podgroup_inqueue() -> tuple[dict[str, Any], datetime]:
+def volcano_podgroup_inqueue() -> Json:
     """Volcano: once the PodGroup is Inqueue the pods come, with schedulerName volcano."""
-    body, now = volcano_podgroup_pending()
+    body = volcano_podgroup_pending()
     for group in body["children"].values():
         for child in group.values():
             if child["kind"] == "PodGroup":
                 child["status"] = {"phase": "Inqueue"}
-    return body, now
+    return body
 
 
 @case
-def scheduler_plugins_podgroup() -> tuple[dict[str, Any], datetime]:
+def scheduler_plugins_podgroup() -> Json:
     """scheduler-plugins: a PodGroup with minMember and scheduleTimeoutSeconds; pods labelled."""
-    return request(mxjob(run_policy=GANG_POLICY), controller=PLUGINS), NOW
+    return request(mxjob(run_policy=GANG_POLICY), controller=PLUGINS)
 
 
 def write() -> None:
-    """Write every case's request and record the hook's response."""
-    FIXTURES.mkdir(exist_ok=True)
-    for name, build in CASES.items():
-        body, now = build()
-        folder = FIXTURES / name
-        folder.mkdir(exist_ok=True)
-        (folder / "request.json").write_text(json.dumps(body, indent=2, sort_keys=True) + "\n")
-        (folder / "now.txt").write_text(now.strftime("%Y-%m-%dT%H:%M:%SZ") + "\n")
-        response = run(body, now).to_json()
-        (folder / "response.json").write_text(json.dumps(response, indent=2, sort_keys=True) + "\n")
-        print(f"wrote {folder}", file=sys.stderr)
+    """Record every case: its request, the hook's answer and the digest of both."""
+    for name, each in CASES.items():
+        body = each.build()
+        answer = run(body, each.now).to_json()
+        golden.write(golden.FIXTURES / name, each.reason, body, each.now, answer)
+        print(f"wrote {golden.FIXTURES / name}", file=sys.stderr)
 
 
 if __name__ == "__main__":

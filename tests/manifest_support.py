@@ -27,7 +27,7 @@ from celpy import celtypes
 from celpy.adapter import json_to_cel
 from celpy.evaluation import CELEvalError
 
-from hooks.core.request import parse
+from hooks.core.request import parse_request
 from hooks.core.sync import sync
 
 REPO = Path(__file__).resolve().parent.parent
@@ -370,7 +370,7 @@ def hook_sync(
         "children": children,
         "finalizing": False,
     }
-    return sync(parse(copy.deepcopy(request)), NOW).to_json()
+    return dict(sync(parse_request(copy.deepcopy(request)), NOW).to_json())
 
 
 def observed(child: dict[str, Any], parent: dict[str, Any]) -> dict[str, Any]:

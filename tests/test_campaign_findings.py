@@ -202,3 +202,47 @@ def test_deadline_decision_then_cleanup_creates_nothing() -> None:
     case = fuzzing.Case(0, "regression", "/sync", fuzzing.encode(body), fuzzing.JSON, body)
     first = fuzzing.post_in_process(case.path, case.body, case.content_type)
     assert fuzzing.check_fixpoint(case, first, fuzzing.post_in_process).failures == []
+
+
+# --- a whole-job restart: three steps, each after the parent status shows the last ----------
+
+
+def test_a_whole_job_restart_settles_deleting_only_the_old_run() -> None:
+    """The campaign's fixpoint check follows a Server killed under ExitCode through the run
+    record, the deletion of run 0's pods and the creation of run 1's: it settles, and nothing
+    but the old run's pods is ever dropped (docs/restarts.md)."""
+    job = mxjob(
+        replicas={
+            "Scheduler": replica(1, "ExitCode"),
+            "Server": replica(1, "ExitCode"),
+            "Worker": replica(2, "ExitCode"),
+        }
+    )
+    children = running_cluster(job)
+    job["status"] = run(request(job, children)).status
+    server = next(c for c in children if c["metadata"]["name"].endswith("-server-0"))
+    children[children.index(server)] = terminated(server, 137, minutes=20)
+    body = request(job, children)
+    case = fuzzing.Case(0, "regression", "/sync", fuzzing.encode(body), fuzzing.JSON, body)
+    first = fuzzing.post_in_process(case.path, case.body, case.content_type)
+    verdict = fuzzing.check_fixpoint(case, first, fuzzing.post_in_process)
+    assert verdict.failures == []
+    assert verdict.requests >= 3  # record, delete the run, create the next one
+
+
+@pytest.mark.usefixtures("default_recursion_limit")
+@pytest.mark.parametrize("field", ["attempt", "cause", "restartsBefore"])
+def test_a_run_record_with_a_deep_value_is_no_record(field: str) -> None:
+    """A run record's data values are strings; a value nested ~1000 deep (str() of it raised
+    RecursionError) makes the ConfigMap no record of ours, and the job runs on as run 0."""
+    job = worker_job()
+    record = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": f"{job['metadata']['name']}-mxjob-run-1"},
+        "data": {"attempt": "1", "cause": "x", "restartsBefore": "{}", field: DEEP},
+    }
+    status, answer = post(request(job, [*running_cluster(job), record]), 1000)
+    assert status == 200
+    pods = [c["metadata"]["name"] for c in answer["children"] if c["kind"] == "Pod"]
+    assert pods == [f"{job['metadata']['name']}-worker-0"]

@@ -6,15 +6,13 @@ from typing import Any
 import pytest
 
 from hooks.core.api import ConditionType, Reason
-from hooks.core.conditions import clean, find, is_true, set_condition
+from hooks.core.conditions import Condition, clean, find, is_true, set_condition
 
 C = ConditionType
 T0, T1 = "2026-03-01T12:00:00Z", "2026-03-01T12:05:00Z"
 
 
-def cond(
-    ctype: C, status: str, reason: Reason, time: str = T0, message: str = "m"
-) -> dict[str, Any]:
+def cond(ctype: C, status: str, reason: Reason, time: str = T0, message: str = "m") -> Condition:
     return {
         "type": ctype.value,
         "status": status,
@@ -84,7 +82,7 @@ RESTARTING = cond(C.RESTARTING, "True", Reason.RESTARTING)
     ],
 )
 def test_set_condition(
-    before: list[dict[str, Any]],
+    before: list[Condition],
     ctype: C,
     status: bool,
     reason: Reason,

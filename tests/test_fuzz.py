@@ -29,13 +29,11 @@ from hypothesis import strategies as st
 
 from hooks.app import create_app
 from hooks.core.fields import MAX_DEPTH
+from tests import golden
 from tests.builders import NOW, mxjob
 from testsupport import fuzzing
 
-FIXTURES = Path(__file__).parent / "fixtures"
-BASES: list[dict[str, Any]] = [
-    json.loads((case / "request.json").read_text()) for case in sorted(FIXTURES.iterdir())
-]
+BASES: list[dict[str, Any]] = [golden.load(case).request for case in golden.folders()]
 JSON = "application/json"
 FUZZ = settings(
     max_examples=400,

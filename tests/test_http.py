@@ -12,6 +12,7 @@ from flask.testing import FlaskClient
 from werkzeug.test import TestResponse
 
 from hooks.app import create_app
+from tests import golden
 from tests.builders import created, mxjob, replica, request, run
 from testsupport.server import serve
 
@@ -36,9 +37,8 @@ def assert_error(response: TestResponse, status: int, error: str) -> str:
 
 
 def load_case(case: Path) -> tuple[bytes, datetime, dict[str, Any]]:
-    now = datetime.fromisoformat((case / "now.txt").read_text().strip().replace("Z", "+00:00"))
-    response = json.loads((case / "response.json").read_text())
-    return (case / "request.json").read_bytes(), now, response
+    recorded = golden.load(case)
+    return (case / "request.json").read_bytes(), recorded.now, recorded.response
 
 
 # --- 200 --------------------------------------------------------------------------------

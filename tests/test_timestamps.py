@@ -4,7 +4,7 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from hooks.core.timestamps import earliest, format_time, latest, parse
+from hooks.core.timestamps import earliest, format_time, latest, parse_time
 
 T = datetime(2026, 3, 1, 12, 0, 5, tzinfo=UTC)
 
@@ -24,8 +24,8 @@ T = datetime(2026, 3, 1, 12, 0, 5, tzinfo=UTC)
         (["2026-03-01T12:00:05Z"], None),
     ],
 )
-def test_parse(value: object, parsed: datetime | None) -> None:
-    assert parse(value) == parsed
+def test_parse_time(value: object, parsed: datetime | None) -> None:
+    assert parse_time(value) == parsed
 
 
 @pytest.mark.parametrize(
@@ -38,7 +38,7 @@ def test_parse(value: object, parsed: datetime | None) -> None:
 )
 def test_format_time(moment: datetime, text: str) -> None:
     assert format_time(moment) == text
-    assert parse(text) == T
+    assert parse_time(text) == T
 
 
 LATER = T + timedelta(minutes=1)

@@ -1,7 +1,7 @@
 """The fast decoding (hooks/wire.py) answers exactly what the full decoding answers.
 
 Every golden fixture, every benchmark state and generated requests go through both paths: the
-fast one (`wire.decode`, `wire.encode`) must give the same bytes as `parse(orjson.loads(…))`
+fast one (`wire.decode`, `wire.encode`) must give the same bytes as `parse_request(orjson.loads(…))`
 and `orjson.dumps`. If a change to the core starts reading a child field the typed shapes in
 hooks/wire.py leave out, these tests fail on the first request that holds that field.
 """
@@ -17,18 +17,18 @@ import pytest
 from hypothesis import given
 
 from hooks import wire
-from hooks.core.request import parse
+from hooks.core.request import parse_request
 from hooks.core.sync import sync
+from tests import golden
 from tests.builders import NOW
 from tests.test_properties import PROFILE, states
 from testsupport.requests import STATES, sync_request
 
-FIXTURES = Path(__file__).parent / "fixtures"
-CASES = sorted(p for p in FIXTURES.iterdir() if p.is_dir())
+CASES = golden.folders()
 
 
 def full(data: bytes, now: datetime) -> bytes:
-    return orjson.dumps(sync(parse(orjson.loads(data)), now).to_json())
+    return orjson.dumps(sync(parse_request(orjson.loads(data)), now).to_json())
 
 
 def fast(data: bytes, now: datetime) -> bytes:
@@ -39,8 +39,8 @@ def fast(data: bytes, now: datetime) -> bytes:
 
 @pytest.mark.parametrize("case", CASES, ids=lambda p: p.name)
 def test_fixtures_answer_the_same_bytes(case: Path) -> None:
-    data = orjson.dumps(json.loads((case / "request.json").read_text()))
-    now = datetime.fromisoformat((case / "now.txt").read_text().strip().replace("Z", "+00:00"))
+    recorded = golden.load(case)
+    data, now = orjson.dumps(recorded.request), recorded.now
     assert fast(data, now) == full(data, now)
 
 

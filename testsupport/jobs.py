@@ -7,10 +7,11 @@ tests/builders.py; the benchmark's realistic ones in bench/requests.py.
 """
 
 import copy
+from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from hooks.core.request import parse
+from hooks.core.request import parse_request
 from hooks.core.sync import SyncResponse, sync
 
 T0 = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
@@ -58,12 +59,12 @@ def mxjob(
     replicas: dict[str, Any] | None = None,
     run_policy: dict[str, Any] | None = None,
     mode: str | None = None,
-    status: dict[str, Any] | None = None,
+    status: Mapping[str, Any] | None = None,
     **spec_extra: Any,
 ) -> dict[str, Any]:
-    """An MXJob as Metacontroller sends it."""
+    """An MXJob as Metacontroller sends it; `replicas` is copied (callers share constants)."""
     spec: dict[str, Any] = {
-        "mxReplicaSpecs": replicas
+        "mxReplicaSpecs": copy.deepcopy(replicas)
         or {"Scheduler": replica(1), "Server": replica(2), "Worker": replica(3)},
         **spec_extra,
     }
@@ -109,4 +110,4 @@ def request(
 
 
 def run(body: dict[str, Any], now: datetime = NOW) -> SyncResponse:
-    return sync(parse(copy.deepcopy(body)), now)
+    return sync(parse_request(copy.deepcopy(body)), now)

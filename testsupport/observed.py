@@ -5,12 +5,14 @@ the fuzz campaign follow real lifecycles."""
 import copy
 from typing import Any
 
+from hooks.core.api import LABEL_JOB_NAME
 from hooks.core.sync import SyncResponse
 from testsupport.jobs import UID, at
 
 
 def created(child: dict[str, Any], minutes: float = 0.5) -> dict[str, Any]:
-    """A desired child as the API server stores it after creation."""
+    """A desired child as the API server stores it after creation, owned (as Metacontroller
+    creates it) by the job its `job-name` label names."""
     obj = copy.deepcopy(child)
     meta = obj["metadata"]
     meta["uid"] = f"uid-{meta['name']}"
@@ -21,7 +23,7 @@ def created(child: dict[str, Any], minutes: float = 0.5) -> dict[str, Any]:
         {
             "apiVersion": "kubeflow.org/v1",
             "kind": "MXJob",
-            "name": "job",
+            "name": meta["labels"][LABEL_JOB_NAME],
             "uid": UID,
             "controller": True,
             "blockOwnerDeletion": True,

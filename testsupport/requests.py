@@ -14,7 +14,7 @@ parent carries kubectl's annotation, managedFields and the status of the previou
 import copy
 import json
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from testsupport.jobs import NOW, UID, at, mxjob, request, run
@@ -466,7 +466,7 @@ def parent(replicas: int, policy: str | None = None, **run_policy: Any) -> Json:
     return job
 
 
-def _with_status(job: Json, status: Json) -> Json:
+def _with_status(job: Json, status: Mapping[str, Any]) -> Json:
     job = {**job, "status": status}
     metacontroller = {
         "manager": "metacontroller",

@@ -16,7 +16,7 @@ from enum import StrEnum
 from typing import Any
 
 from hooks.core.api import TERMINAL
-from hooks.core.timestamps import format_time, parse
+from hooks.core.timestamps import format_time, parse_time
 
 TTL_FIELD = "ttlSecondsAfterFinished"
 
@@ -135,7 +135,7 @@ def _finish_time(status: dict[str, Any], terminal: list[dict[str, Any]]) -> date
 
 
 def _time(value: object, field: str) -> datetime:
-    parsed = parse(value)
+    parsed = parse_time(value)
     if parsed is None:
         shown = "missing" if value is None else f"{value!r}, not an RFC 3339 time"
         raise _MalformedError(f"finished, but {field} is {shown}")

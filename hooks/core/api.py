@@ -58,7 +58,7 @@ class RestartPolicy(StrEnum):
     @property
     def pod_policy(self) -> str:
         """The Pod `restartPolicy`: the kubelet cannot judge exit codes, so ExitCode is Never."""
-        return "Never" if self is RestartPolicy.EXIT_CODE else self.value
+        return RestartPolicy.NEVER.value if self is RestartPolicy.EXIT_CODE else self.value
 
 
 class SuccessPolicy(StrEnum):
@@ -86,6 +86,13 @@ class ConditionType(StrEnum):
     SUSPENDED = "Suspended"
     SUCCEEDED = "Succeeded"
     FAILED = "Failed"
+
+
+class ConditionStatus(StrEnum):
+    """The status of a condition, Kubernetes style: a string, not a boolean."""
+
+    TRUE = "True"
+    FALSE = "False"
 
 
 class Reason(StrEnum):

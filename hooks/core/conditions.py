@@ -6,42 +6,58 @@ lastTransitionTime while its status is unchanged. Running and Restarting replace
 and a terminal condition turns Running (and, beyond kubeflow, Restarting) to False.
 """
 
-from typing import Any
+from typing import Required, TypedDict, cast
 
-from hooks.core.api import TERMINAL, ConditionType, Reason
+from hooks.core.api import TERMINAL, ConditionStatus, ConditionType, Reason
 
 #: Conditions a finished job can no longer be in.
-_ENDED_BY_TERMINAL = ("Running", "Restarting")
+_ENDED_BY_TERMINAL = (ConditionType.RUNNING, ConditionType.RESTARTING)
+#: Conditions that replace each other: a job is running or restarting, never both.
+_EXCLUSIVE = {ConditionType.RUNNING, ConditionType.RESTARTING}
 
 
-def clean(conditions: object) -> list[dict[str, Any]]:
+class Condition(TypedDict, total=False):
+    """A job condition as written to the status: type and status always, the rest when known."""
+
+    type: Required[str]
+    status: Required[str]
+    reason: str
+    message: str
+    lastUpdateTime: str
+    lastTransitionTime: str
+
+
+#: The keys a condition may have.
+_KEYS = ("type", "status", "reason", "message", "lastUpdateTime", "lastTransitionTime")
+
+
+def clean(conditions: object) -> list[Condition]:
     """The well-formed conditions of a previous status, each with known keys only."""
-    keys = ("type", "status", "reason", "message", "lastUpdateTime", "lastTransitionTime")
     known = {c.value for c in ConditionType}
     if not isinstance(conditions, list):
         return []
     return [
-        {k: c[k] for k in keys if isinstance(c.get(k), str)}
+        cast(Condition, {k: c[k] for k in _KEYS if isinstance(c.get(k), str)})
         for c in conditions
         if isinstance(c, dict)
         and isinstance(c.get("type"), str)
         and c["type"] in known
-        and c.get("status") in ("True", "False")
+        and c.get("status") in tuple(ConditionStatus)
     ]
 
 
-def find(conditions: list[dict[str, Any]], ctype: ConditionType) -> dict[str, Any] | None:
+def find(conditions: list[Condition], ctype: ConditionType) -> Condition | None:
     """The condition of a type, if present."""
     return next((c for c in conditions if c.get("type") == ctype.value), None)
 
 
-def is_true(conditions: list[dict[str, Any]], ctype: ConditionType) -> bool:
+def is_true(conditions: list[Condition], ctype: ConditionType) -> bool:
     """Whether the condition of a type is present with status True."""
     found = find(conditions, ctype)
-    return found is not None and found.get("status") == "True"
+    return found is not None and found.get("status") == ConditionStatus.TRUE
 
 
-def _stamped(condition: dict[str, Any], time: str | None, transition: str | None) -> dict[str, Any]:
+def _stamped(condition: Condition, time: str | None, transition: str | None) -> Condition:
     if time is not None:
         condition["lastUpdateTime"] = time
     if transition is not None:
@@ -50,15 +66,15 @@ def _stamped(condition: dict[str, Any], time: str | None, transition: str | None
 
 
 def set_condition(
-    conditions: list[dict[str, Any]],
+    conditions: list[Condition],
     ctype: ConditionType,
     status: bool,
     reason: Reason,
     message: str,
     time: str | None,
-) -> list[dict[str, Any]]:
+) -> list[Condition]:
     """The list with the condition set; `time` is the event that caused it, never the clock."""
-    value = "True" if status else "False"
+    value = (ConditionStatus.TRUE if status else ConditionStatus.FALSE).value
     existing = find(conditions, ctype)
     if existing is not None and (
         existing.get("status"),
@@ -69,15 +85,26 @@ def set_condition(
     transition = time
     if existing is not None and existing.get("status") == value:
         transition = existing.get("lastTransitionTime", time)
-    updated: list[dict[str, Any]] = []
+    updated: list[Condition] = []
     for condition in conditions:
         other = condition.get("type")
-        if other == ctype.value or {other, ctype.value} == {"Running", "Restarting"}:
+        if other == ctype.value or {other, ctype} == _EXCLUSIVE:
             continue
-        if ctype in TERMINAL and other in _ENDED_BY_TERMINAL and condition.get("status") == "True":
-            updated.append(_stamped({**condition, "status": "False"}, time, time))
+        if (
+            ctype in TERMINAL
+            and other in _ENDED_BY_TERMINAL
+            and condition.get("status") == ConditionStatus.TRUE
+        ):
+            updated.append(
+                _stamped({**condition, "status": ConditionStatus.FALSE.value}, time, time)
+            )
         else:
             updated.append(condition)
-    new = {"type": ctype.value, "status": value, "reason": reason.value, "message": message}
+    new: Condition = {
+        "type": ctype.value,
+        "status": value,
+        "reason": reason.value,
+        "message": message,
+    }
     updated.append(_stamped(new, time, transition))
     return updated

@@ -14,6 +14,7 @@ from hooks.core.fields import dig
 from hooks.core.job import Job
 from hooks.core.labels import job_labels
 from hooks.core.naming import config_map_name, result_name
+from hooks.core.status import JobStatus
 
 RESULT_KEY = "status"
 
@@ -34,7 +35,7 @@ def desired_config(job: Job) -> dict[str, Any]:
     return _config_map(job, config_map_name(job.name), config_map_data(job.name, job.spec))
 
 
-def desired_result(job: Job, status: dict[str, Any]) -> dict[str, Any]:
+def desired_result(job: Job, status: JobStatus) -> dict[str, Any]:
     """The record of the terminal status."""
     body = json.dumps(status, separators=(",", ":"), sort_keys=True)
     return _config_map(job, result_name(job.name), {RESULT_KEY: body})

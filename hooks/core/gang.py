@@ -27,6 +27,8 @@ VOLCANO_SCHEDULER = "volcano"
 VOLCANO_GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
 VOLCANO_TASK_ANNOTATION = "volcano.sh/task-spec"
 PLUGINS_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
+#: PodGroup phases in which Volcano has not yet admitted the gang.
+VOLCANO_WAITING_PHASES = ("", "Pending")
 
 
 def detect(controller: dict[str, Any], child_keys: list[str]) -> Gang | None:
@@ -66,4 +68,4 @@ def admits_new_pods(gang: Gang | None, observed_group: dict[str, Any] | None) ->
     if gang is not Gang.VOLCANO:
         return True
     phase = dig_dict(observed_group, "status").get("phase")
-    return isinstance(phase, str) and phase not in ("", "Pending")
+    return isinstance(phase, str) and phase not in VOLCANO_WAITING_PHASES

@@ -7,21 +7,27 @@ restarts from container `restartCount`, the run from the `run` annotation (docs/
 
 from dataclasses import dataclass
 from datetime import datetime
+from enum import StrEnum
 from typing import Any
 
-from hooks.core.api import ANNOTATION_RESTARTS, ANNOTATION_RUN, MXNET_CONTAINER
+from hooks.core.api import ANNOTATION_RESTARTS, ANNOTATION_RUN, MXNET_CONTAINER, ConditionStatus
 from hooks.core.fields import dig, dig_dict, dig_int, dig_list
 from hooks.core.naming import Slot, parse_pod_name
-from hooks.core.timestamps import latest, parse
+from hooks.core.timestamps import latest, parse_time
 
-PENDING, RUNNING, SUCCEEDED, FAILED, UNKNOWN = (
-    "Pending",
-    "Running",
-    "Succeeded",
-    "Failed",
-    "Unknown",
-)
-FINISHED_PHASES = (SUCCEEDED, FAILED)
+
+class PodPhase(StrEnum):
+    """A Pod's `status.phase`, as the kubelet reports it."""
+
+    PENDING = "Pending"
+    RUNNING = "Running"
+    SUCCEEDED = "Succeeded"
+    FAILED = "Failed"
+    UNKNOWN = "Unknown"
+
+
+FINISHED_PHASES = (PodPhase.SUCCEEDED, PodPhase.FAILED)
+_PHASES = {phase.value: phase for phase in PodPhase}
 #: Pod condition set when the cluster takes a pod away: preemption, drain, taint, node shutdown.
 DISRUPTION = "DisruptionTarget"
 
@@ -33,7 +39,7 @@ class ObservedPod:
     name: str
     slot: Slot
     attempt: int
-    phase: str
+    phase: PodPhase
     terminating: bool
     created: datetime | None
     started: datetime | None
@@ -48,7 +54,7 @@ class ObservedPod:
     @property
     def active(self) -> bool:
         """Running and not on its way out."""
-        return self.phase == RUNNING and not self.terminating
+        return self.phase is PodPhase.RUNNING and not self.terminating
 
     @property
     def last_event(self) -> datetime | None:
@@ -70,20 +76,22 @@ def read_pod(job: str, pod: dict[str, Any]) -> ObservedPod | None:
         name=str(dig(pod, "metadata", "name")),
         slot=slot,
         attempt=attempt,
-        phase=phase if phase in (PENDING, RUNNING, SUCCEEDED, FAILED, UNKNOWN) else PENDING,
+        phase=_PHASES.get(phase, PodPhase.PENDING) if isinstance(phase, str) else PodPhase.PENDING,
         terminating=dig(pod, "metadata", "deletionTimestamp") is not None,
-        created=parse(dig(pod, "metadata", "creationTimestamp")),
-        started=parse(dig(mxnet, "state", "running", "startedAt"))
-        or parse(terminated.get("startedAt"))
-        or parse(dig(pod, "status", "startTime")),
-        finished=parse(terminated.get("finishedAt")),
+        created=parse_time(dig(pod, "metadata", "creationTimestamp")),
+        started=parse_time(dig(mxnet, "state", "running", "startedAt"))
+        or parse_time(terminated.get("startedAt"))
+        or parse_time(dig(pod, "status", "startTime")),
+        finished=parse_time(terminated.get("finishedAt")),
         exit_code=dig_int(terminated, "exitCode"),
         reason=_text(dig(pod, "status", "reason")) or _text(terminated.get("reason")),
         restart_count=sum(max(dig_int(s, "restartCount") or 0, 0) for s in statuses),
         restarts_before=_count(dig(pod, "metadata", "annotations", ANNOTATION_RESTARTS)),
         run=_count(dig(pod, "metadata", "annotations", ANNOTATION_RUN)),
         disrupted=any(
-            isinstance(c, dict) and c.get("type") == DISRUPTION and c.get("status") == "True"
+            isinstance(c, dict)
+            and c.get("type") == DISRUPTION
+            and c.get("status") == ConditionStatus.TRUE
             for c in dig_list(pod, "status", "conditions")
         ),
     )

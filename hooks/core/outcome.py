@@ -1,23 +1,24 @@
 """Where an active job stands (docs/status.md, docs/restarts.md, docs/run-policy.md): succeeded,
-failed, restarting, running or created.
+failed, restarting, running or created, decided by ordered rules, the first that applies.
 
 Every outcome carries the moment of the child event that caused it, never the wall clock; only
 the deadline compares with `now`, and its moment is `startTime + activeDeadlineSeconds`.
 """
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from hooks.core.api import ConditionType, JobMode, Reason, ReplicaType, SuccessPolicy
 from hooks.core.job import Job
 from hooks.core.naming import MAX_ATTEMPT
-from hooks.core.observed import SUCCEEDED
+from hooks.core.observed import PodPhase
 from hooks.core.restarts import SlotPlan, describe_exit, replica_words
-from hooks.core.runs import RunRecord, Step
+from hooks.core.runs import RunPlan
 from hooks.core.timestamps import format_time, latest
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Outcome:
     """The condition an active job should show now, with its reason, message and moment."""
 
@@ -31,89 +32,156 @@ class Outcome:
         return self.ctype in (ConditionType.SUCCEEDED, ConditionType.FAILED)
 
 
-def decide(
-    job: Job,
-    plans: list[SlotPlan],
-    start: datetime | None,
-    now: datetime,
-    restart: RunRecord | None = None,
-    step: Step = Step.CREATING,
-) -> Outcome:
-    """The outcome of an active, valid, unsuspended job from its slot plans and the whole-job
-    restart under way, if any, at its step."""
-    name = job.name
-    deciding = deciding_types(job)
-    done = [p.current for p in plans if p.slot.rtype in deciding]
-    if done and all(pod is not None and pod.phase == SUCCEEDED for pod in done):
-        moment = latest(*(pod.finished or pod.last_event for pod in done if pod is not None))
-        return Outcome(
-            ConditionType.SUCCEEDED,
-            Reason.SUCCEEDED,
-            f"MXJob {name} is successfully completed.",
-            moment,
-        )
-    fatal = next((p for p in plans if p.fatal is not None), None)
-    if fatal is not None and fatal.fatal is not None:
-        pod = fatal.fatal
-        policy = job.spec.replicas[fatal.slot.rtype].restart_policy
-        return Outcome(
-            ConditionType.FAILED,
-            Reason.FAILED,
-            f"MXJob {name} has failed: {replica_words(fatal.slot, pod)} {describe_exit(pod)}, "
-            f"which restartPolicy {policy.value} does not retry.",
-            pod.finished or pod.last_event,
-        )
-    limit = job.spec.run_policy.backoff_limit
-    restarts = sum(p.restarts for p in plans)
-    if limit is not None and restarts > limit:
-        return Outcome(
-            ConditionType.FAILED,
-            Reason.BACKOFF_LIMIT,
-            f"MXJob {name} has failed: {restarts} restarts exceed backoffLimit {limit}"
-            f"{_latest_failure(plans)}.",
-            latest(*(p.current.last_event for p in plans if p.current is not None)),
-        )
-    deadline = deadline_at(job, start)
-    if deadline is not None and now >= deadline:
-        seconds = job.spec.run_policy.active_deadline_seconds
-        return Outcome(
-            ConditionType.FAILED,
-            Reason.DEADLINE,
-            f"MXJob {name} has failed: it was active longer than activeDeadlineSeconds "
-            f"({seconds}s) since {format_time(start) if start else 'its start'}.",
-            deadline,
-        )
-    if restart is not None and restart.attempt > MAX_ATTEMPT:
-        return Outcome(
-            ConditionType.FAILED,
-            Reason.FAILED,
-            f"MXJob {name} has failed: no attempt names are left for a whole-job restart "
-            f"({restart.cause})",
-            restart.moment,
-        )
-    if restart is not None:
-        message = restart.message(step)
-        return Outcome(ConditionType.RESTARTING, Reason.RESTARTING, message, restart.moment)
-    restarting = [p for p in plans if p.restarting and p.current is not None]
-    if restarting:
-        first = restarting[0]
-        more = f" and {len(restarting) - 1} more" if len(restarting) > 1 else ""
-        return Outcome(
-            ConditionType.RESTARTING,
-            Reason.RESTARTING,
-            f"MXJob {name} is restarting: {replica_words(first.slot, first.current)}"
-            f" {_restart_words(first)}{more}.",
-            latest(*(p.current.last_event for p in restarting if p.current is not None)),
-        )
-    active = [p.current for p in plans if p.current is not None and p.current.active]
-    if active:
-        return Outcome(
-            ConditionType.RUNNING,
-            Reason.RUNNING,
-            f"MXJob {name} is running.",
-            latest(*(pod.started or pod.last_event for pod in active)),
-        )
-    return Outcome(ConditionType.CREATED, Reason.CREATED, f"MXJob {name} is created.", job.created)
+@dataclass(frozen=True)
+class _Facts:
+    """What the rules read: the job, its run plan on this sync, its start and the clock."""
+
+    job: Job
+    run: RunPlan
+    start: datetime | None
+    now: datetime
+
+    @property
+    def plans(self) -> list[SlotPlan]:
+        return self.run.plans
+
+
+def _succeeded(facts: _Facts) -> Outcome | None:
+    """Every replica of the deciding types succeeded (docs/status.md)."""
+    deciding = deciding_types(facts.job)
+    done = [p.current for p in facts.plans if p.slot.rtype in deciding]
+    if not done or any(pod is None or pod.phase is not PodPhase.SUCCEEDED for pod in done):
+        return None
+    return Outcome(
+        ctype=ConditionType.SUCCEEDED,
+        reason=Reason.SUCCEEDED,
+        message=f"MXJob {facts.job.name} is successfully completed.",
+        time=latest(*(pod.finished or pod.last_event for pod in done if pod is not None)),
+    )
+
+
+def _failed(facts: _Facts, reason: Reason, why: str, time: datetime | None) -> Outcome:
+    """Failed for `reason`: the message is `MXJob <name> has failed: <why>`."""
+    return Outcome(
+        ctype=ConditionType.FAILED,
+        reason=reason,
+        message=f"MXJob {facts.job.name} has failed: {why}",
+        time=time,
+    )
+
+
+def _failed_for_good(facts: _Facts) -> Outcome | None:
+    """A pod failed in a way its restartPolicy does not retry (docs/restarts.md)."""
+    plan = next((p for p in facts.plans if p.fatal is not None), None)
+    if plan is None or plan.fatal is None:
+        return None
+    pod = plan.fatal
+    policy = facts.job.spec.replicas[plan.slot.rtype].restart_policy
+    what = f"{replica_words(plan.slot, pod)} {describe_exit(pod)}"
+    why = f"{what}, which restartPolicy {policy.value} does not retry."
+    return _failed(facts, Reason.FAILED, why, pod.finished or pod.last_event)
+
+
+def _backoff_exceeded(facts: _Facts) -> Outcome | None:
+    """More restarts than runPolicy.backoffLimit (docs/run-policy.md)."""
+    limit = facts.job.spec.run_policy.backoff_limit
+    restarts = sum(p.restarts for p in facts.plans)
+    if limit is None or restarts <= limit:
+        return None
+    why = f"{restarts} restarts exceed backoffLimit {limit}{_latest_failure(facts.plans)}."
+    moment = latest(*(p.current.last_event for p in facts.plans if p.current is not None))
+    return _failed(facts, Reason.BACKOFF_LIMIT, why, moment)
+
+
+def _deadline_exceeded(facts: _Facts) -> Outcome | None:
+    """Active past startTime + activeDeadlineSeconds, at exactly that moment."""
+    deadline = deadline_at(facts.job, facts.start)
+    if deadline is None or facts.now < deadline:
+        return None
+    seconds = facts.job.spec.run_policy.active_deadline_seconds
+    since = format_time(facts.start) if facts.start else "its start"
+    why = f"it was active longer than activeDeadlineSeconds ({seconds}s) since {since}."
+    return _failed(facts, Reason.DEADLINE, why, deadline)
+
+
+def _out_of_attempt_names(facts: _Facts) -> Outcome | None:
+    """A whole-job restart would need an attempt past the last name `-r<N>` allows."""
+    restart = facts.run.restart
+    if restart is None or restart.attempt <= MAX_ATTEMPT:
+        return None
+    why = f"no attempt names are left for a whole-job restart ({restart.cause})"
+    return _failed(facts, Reason.FAILED, why, restart.moment)
+
+
+def _restarting_whole_job(facts: _Facts) -> Outcome | None:
+    """A whole-job restart under way, at its step (docs/restarts.md)."""
+    restart = facts.run.restart
+    if restart is None:
+        return None
+    return Outcome(
+        ctype=ConditionType.RESTARTING,
+        reason=Reason.RESTARTING,
+        message=restart.message(facts.run.step),
+        time=restart.moment,
+    )
+
+
+def _restarting_replicas(facts: _Facts) -> Outcome | None:
+    """Replacements of single replicas on their way."""
+    restarting = [p for p in facts.plans if p.restarting and p.current is not None]
+    if not restarting:
+        return None
+    first = restarting[0]
+    more = f" and {len(restarting) - 1} more" if len(restarting) > 1 else ""
+    return Outcome(
+        ctype=ConditionType.RESTARTING,
+        reason=Reason.RESTARTING,
+        message=f"MXJob {facts.job.name} is restarting: "
+        f"{replica_words(first.slot, first.current)} {_restart_words(first)}{more}.",
+        time=latest(*(p.current.last_event for p in restarting if p.current is not None)),
+    )
+
+
+def _running(facts: _Facts) -> Outcome | None:
+    """At least one pod runs."""
+    active = [p.current for p in facts.plans if p.current is not None and p.current.active]
+    if not active:
+        return None
+    return Outcome(
+        ctype=ConditionType.RUNNING,
+        reason=Reason.RUNNING,
+        message=f"MXJob {facts.job.name} is running.",
+        time=latest(*(pod.started or pod.last_event for pod in active)),
+    )
+
+
+#: The rules in the order they are asked; the first that applies decides.
+RULES: tuple[Callable[[_Facts], Outcome | None], ...] = (
+    _succeeded,
+    _failed_for_good,
+    _backoff_exceeded,
+    _deadline_exceeded,
+    _out_of_attempt_names,
+    _restarting_whole_job,
+    _restarting_replicas,
+    _running,
+)
+
+
+def decide(job: Job, run: RunPlan, start: datetime | None, now: datetime) -> Outcome:
+    """The outcome of an active, valid, unsuspended job: the first rule that applies, else
+    Created."""
+    facts = _Facts(job, run, start, now)
+    for rule in RULES:
+        outcome = rule(facts)
+        if outcome is not None:
+            return outcome
+    return Outcome(
+        ctype=ConditionType.CREATED,
+        reason=Reason.CREATED,
+        message=f"MXJob {job.name} is created.",
+        time=job.created,
+    )
 
 
 def deciding_types(job: Job) -> tuple[ReplicaType, ...]:

@@ -6,7 +6,7 @@ are re-keyed by `metadata.name` (all children live in the parent's namespace). A
 says otherwise is read (and echoed) with the group's.
 
 Nesting is bounded where the hook recurses into user data: the spec (`spec.load`, a problem
-of the job), the parent's status (here) and echoed children (`children.as_observed`).
+of the job), the parent's status (here) and echoed children (`retention.as_observed`).
 """
 
 from dataclasses import dataclass, field
@@ -50,7 +50,7 @@ class SyncRequest:
         return self.children.get(key, {})
 
 
-def parse(body: object) -> SyncRequest:
+def parse_request(body: object) -> SyncRequest:
     """Check the request's shape; raise RequestError naming the first problem."""
     if not isinstance(body, dict):
         raise RequestError("the body must be a JSON object with 'parent' and 'children'")

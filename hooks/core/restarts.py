@@ -11,7 +11,7 @@ from enum import Enum
 
 from hooks.core.api import RestartPolicy
 from hooks.core.naming import MAX_ATTEMPT, Slot
-from hooks.core.observed import FAILED, PENDING, ObservedPod
+from hooks.core.observed import ObservedPod, PodPhase
 
 #: SIGINT, SIGKILL, SIGTERM, and 138 which users raise to ask for a retry.
 RETRYABLE_EXIT_CODES = frozenset({130, 137, 138, 143})
@@ -83,7 +83,7 @@ def describe_exit(pod: ObservedPod) -> str:
     return f"exited with code {pod.exit_code}" + (f" ({meaning})" if meaning else "")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class RunStart:
     """How a run begins for one slot: the run, its first attempt and the restarts before it."""
 
@@ -92,21 +92,25 @@ class RunStart:
     restarts_before: int = 0
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class SlotPlan:
-    """Where one slot goes next: pods to keep, an attempt to create, and what it costs.
-
-    `counted` is the slot's restarts so far without the replacement this plan asks for.
-    """
+    """Where one slot goes next: pods to keep, an attempt to create, and what it costs."""
 
     slot: Slot
-    keep: tuple[ObservedPod, ...]
-    current: ObservedPod | None
-    create_attempt: int | None
-    create_restarts_before: int
-    restarts: int
-    fatal: ObservedPod | None
+    #: Observed pods listed again: the current attempt, and the failed one it replaces.
+    keep: tuple[ObservedPod, ...] = ()
+    #: The newest observed attempt of the run, if any.
+    current: ObservedPod | None = None
+    #: The attempt to create now (its name `-r<attempt>`), or None.
+    create_attempt: int | None = None
+    #: The `restarts-before` annotation of the pod created now.
+    create_restarts_before: int = 0
+    #: The slot's restarts, the replacement asked for now included.
+    restarts: int = 0
+    #: The pod whose failure its restartPolicy does not retry: the job fails.
+    fatal: ObservedPod | None = None
     run: int = 0
+    #: The slot's restarts so far, without the replacement this plan asks for.
     counted: int = 0
 
     @property
@@ -117,7 +121,7 @@ class SlotPlan:
         return (
             self.current is not None
             and self.current.attempt > 0
-            and (self.current.phase == PENDING)
+            and self.current.phase is PodPhase.PENDING
         )
 
 
@@ -130,17 +134,47 @@ def plan_slot(
     in turn: the attempt count survives the loss of the replacement, `kubectl logs` still shows
     why it failed, and a response fed back as observed children asks for nothing new.
     """
-    run = start.run
     if not attempts:
         before = start.restarts_before
-        return SlotPlan(slot, (), None, start.attempt, before, before, None, run, before)
+        return SlotPlan(
+            slot=slot,
+            create_attempt=start.attempt,
+            create_restarts_before=before,
+            restarts=before,
+            run=start.run,
+            counted=before,
+        )
     current = attempts[-1]
     so_far = current.restarts_before + current.restart_count
-    if current.phase != FAILED:
+    if current.phase is not PodPhase.FAILED:
         predecessor = attempts[-2] if len(attempts) > 1 else None
-        kept = (predecessor, current) if predecessor and predecessor.phase == FAILED else (current,)
-        return SlotPlan(slot, kept, current, None, 0, so_far, None, run, so_far)
+        replaced = predecessor is not None and predecessor.phase is PodPhase.FAILED
+        return SlotPlan(
+            slot=slot,
+            keep=(predecessor, current) if predecessor and replaced else (current,),
+            current=current,
+            restarts=so_far,
+            run=start.run,
+            counted=so_far,
+        )
     if on_failure(policy, current) is Retry.FATAL or current.attempt >= MAX_ATTEMPT:
-        return SlotPlan(slot, (current,), current, None, 0, so_far, current, run, so_far)
+        return SlotPlan(
+            slot=slot,
+            keep=(current,),
+            current=current,
+            restarts=so_far,
+            fatal=current,
+            run=start.run,
+            counted=so_far,
+        )
     after = so_far + counts_toward_backoff(current)
-    return SlotPlan(slot, (current,), current, current.attempt + 1, after, after, None, run, so_far)
+    return SlotPlan(
+        slot=slot,
+        keep=(current,),
+        current=current,
+        create_attempt=current.attempt + 1,
+        create_restarts_before=after,
+        restarts=after,
+        run=start.run,
+        counted=so_far,
+    )

@@ -22,12 +22,12 @@ from enum import Enum
 from typing import Any
 
 from hooks.core import conditions as cond
-from hooks.core.api import ConditionType, JobMode, ReplicaType, RestartPolicy
+from hooks.core.api import ConditionStatus, ConditionType, JobMode, ReplicaType, RestartPolicy
 from hooks.core.fields import dig, dig_dict
 from hooks.core.job import Job
 from hooks.core.labels import job_labels
 from hooks.core.naming import Slot, run_from_record_name, run_record_name
-from hooks.core.observed import FAILED, PENDING, ObservedPod
+from hooks.core.observed import ObservedPod, PodPhase
 from hooks.core.restarts import (
     RunStart,
     SlotPlan,
@@ -36,7 +36,7 @@ from hooks.core.restarts import (
     plan_slot,
     replica_words,
 )
-from hooks.core.timestamps import format_time, parse
+from hooks.core.timestamps import format_time, parse_time
 
 #: Replica types whose loss the other processes cannot survive (docs/restarts.md).
 WHOLE_JOB_TYPES = frozenset(
@@ -54,7 +54,7 @@ class Step(Enum):
     CREATING = "run {run} starts with new pods"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class RunRecord:
     """A whole-job restart: the run it starts and what that run begins from."""
 
@@ -66,7 +66,9 @@ class RunRecord:
 
     def start(self, slot: Slot) -> RunStart:
         """Where this run begins for one slot."""
-        return RunStart(self.run, self.attempt, self.restarts_before.get(slot, 0))
+        return RunStart(
+            run=self.run, attempt=self.attempt, restarts_before=self.restarts_before.get(slot, 0)
+        )
 
     def message(self, step: Step) -> str:
         """The Restarting message of one step; each is written only once its step is reached,
@@ -96,7 +98,8 @@ def observed_record(
     """The newest well-formed run record among the observed ConfigMaps, and its object."""
     found: list[tuple[int, dict[str, Any]]] = []
     for child in config_maps.values():
-        run = run_from_record_name(job.name, str(dig(child, "metadata", "name")))
+        name = dig(child, "metadata", "name")
+        run = run_from_record_name(job.name, name) if isinstance(name, str) else None
         if run is not None:
             found.append((run, child))
     for run, child in sorted(found, key=lambda item: -item[0]):
@@ -104,9 +107,23 @@ def observed_record(
         counts = _read_counts(job, data.get("restartsBefore"))
         attempt = data.get("attempt")
         cause = data.get("cause")
-        if counts is None or not isinstance(cause, str) or not str(attempt).isdigit():
+        # ConfigMap data values are strings; anything else (str() of a value nested a thousand
+        # levels deep would even raise RecursionError) is no record of ours.
+        if counts is None or not isinstance(cause, str):
             continue
-        return RunRecord(run, int(str(attempt)), counts, cause, parse(data.get("time"))), child
+        if (
+            not (isinstance(attempt, str) and attempt.isascii() and attempt.isdigit())
+            or len(attempt) > 9
+        ):
+            continue
+        record = RunRecord(
+            run=run,
+            attempt=int(attempt),
+            restarts_before=counts,
+            cause=cause,
+            moment=parse_time(data.get("time")),
+        )
+        return record, child
     return None, None
 
 
@@ -149,7 +166,7 @@ def _run_start(
     if run == 0:
         return RunStart()
     newest = max((p.attempt for attempts in pods.values() for p in attempts), default=0)
-    return RunStart(run, newest + 1, 0)
+    return RunStart(run=run, attempt=newest + 1)
 
 
 def _trigger(job: Job, plan: SlotPlan) -> tuple[int, str] | None:
@@ -157,7 +174,7 @@ def _trigger(job: Job, plan: SlotPlan) -> tuple[int, str] | None:
     pod = plan.current
     if plan.slot.rtype not in WHOLE_JOB_TYPES or pod is None or plan.fatal is not None:
         return None
-    if pod.phase == FAILED and plan.create_attempt is not None:
+    if pod.phase is PodPhase.FAILED and plan.create_attempt is not None:
         return counts_toward_backoff(pod), describe_exit(pod)
     if pod.terminating and pod.disrupted:
         # Preempted or drained: the pod is deleted, not failed. A deletion without that
@@ -187,11 +204,11 @@ def decide_restart(job: Job, run: int, plans: list[SlotPlan]) -> RunRecord | Non
             f"{words}, and {_WHO[job.spec.mode]} cannot replace a {plan.slot.rtype.value} alone"
         )
         return RunRecord(
-            run + 1,
-            newest + 1,
-            {slot: n for slot, n in counts.items() if n > 0},
-            cause,
-            pod.finished or pod.last_event,
+            run=run + 1,
+            attempt=newest + 1,
+            restarts_before={slot: n for slot, n in counts.items() if n > 0},
+            cause=cause,
+            moment=pod.finished or pod.last_event,
         )
     return None
 
@@ -209,13 +226,17 @@ def _in_progress(record: RunRecord | None, run: int, plans: list[SlotPlan], old:
     the run has started yet."""
     if record is None or record.run != run:
         return False
-    return old or all(p.current is None or p.current.phase == PENDING for p in plans)
+    return old or all(p.current is None or p.current.phase is PodPhase.PENDING for p in plans)
 
 
 def parent_shows(previous: dict[str, Any], message: str) -> bool:
     """Whether the parent status shows Restarting=True with exactly this message."""
     found = cond.find(cond.clean(previous.get("conditions")), ConditionType.RESTARTING)
-    return found is not None and found.get("status") == "True" and found.get("message") == message
+    return (
+        found is not None
+        and found.get("status") == ConditionStatus.TRUE
+        and found.get("message") == message
+    )
 
 
 def may_delete_old_run(
@@ -236,7 +257,7 @@ def may_create_run(previous: dict[str, Any], restart: RunRecord | None, old: boo
     return restart is None or parent_shows(previous, restart.message(Step.CREATING))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class RunPlan:
     """The whole job on one sync: the current run's slot plans, older pods still observed, and
     the whole-job restart decided now (`fresh`) or under way (`restart`) at its `step`."""
@@ -264,6 +285,9 @@ def plan_run(job: Job, pods: dict[Slot, list[ObservedPod]], record: RunRecord | 
     ]
     fresh = None if old else decide_restart(job, run, plans)
     if fresh is not None:
-        return RunPlan(_held(plans, fresh), old, fresh, fresh, Step.RECORDING)
+        return RunPlan(
+            plans=_held(plans, fresh), old=old, fresh=fresh, restart=fresh, step=Step.RECORDING
+        )
     restart = record if _in_progress(record, run, plans, bool(old)) else None
-    return RunPlan(plans, old, None, restart, Step.DELETING if old else Step.CREATING)
+    step = Step.DELETING if old else Step.CREATING
+    return RunPlan(plans=plans, old=old, fresh=None, restart=restart, step=step)

@@ -302,43 +302,57 @@ def _template(reader: _Reader, raw: object, path: str) -> dict[str, Any] | None:
     if template is None or pod_spec is None:
         reader.fail(f"{path}.spec", "a pod template with spec.containers is required")
         return None
-    containers = pod_spec.get("containers")
     cpath = f"{path}.spec.containers"
+    names = _container_names(reader, pod_spec.get("containers"), cpath)
+    if names is None:
+        return None
+    pruned: dict[str, Any] = _pruned_copy(template)
+    metadata = pruned.setdefault("metadata", {})
+    if not _metadata_is_usable(reader, metadata, f"{path}.metadata"):
+        return None
+    metadata.pop("creationTimestamp", None)
+    mxnet_index = names.index(MXNET_CONTAINER)
+    _default_port(reader, pruned["spec"]["containers"][mxnet_index], f"{cpath}[{mxnet_index}]")
+    return pruned
+
+
+def _container_names(reader: _Reader, containers: object, path: str) -> list[object] | None:
+    """The names of well-formed containers, one named `mxnet`; None when unusable."""
     if not isinstance(containers, list) or not containers:
-        reader.fail(cpath, "must list at least one container")
+        reader.fail(path, "must list at least one container")
         return None
     malformed = [i for i, container in enumerate(containers) if not isinstance(container, dict)]
     for i in malformed:
-        reader.fail(f"{cpath}[{i}]", "must be an object (a container)")
+        reader.fail(f"{path}[{i}]", "must be an object (a container)")
     if malformed:
         return None
     names = []
     for i, container in enumerate(containers):
         names.append(container.get("name"))
         if not isinstance(container.get("image"), str) or not container["image"]:
-            reader.fail(f"{cpath}[{i}].image", "every container needs an image")
+            reader.fail(f"{path}[{i}].image", "every container needs an image")
         env = container.get("env", [])
         if not isinstance(env, list) or not all(
             isinstance(var, dict) and isinstance(var.get("name"), str) for var in env
         ):
-            reader.fail(f"{cpath}[{i}].env", "must be a list of variables, each with a name")
+            reader.fail(f"{path}[{i}].env", "must be a list of variables, each with a name")
     if MXNET_CONTAINER not in names:
-        reader.fail(cpath, f'one container must be named "{MXNET_CONTAINER}"')
+        reader.fail(path, f'one container must be named "{MXNET_CONTAINER}"')
         return None
-    pruned: dict[str, Any] = _pruned_copy(template)
-    metadata = pruned.setdefault("metadata", {})
+    return names
+
+
+def _metadata_is_usable(reader: _Reader, metadata: object, path: str) -> bool:
+    """Template metadata is an object whose labels and annotations map names to strings."""
     if not isinstance(metadata, dict):
-        reader.fail(f"{path}.metadata", "must be an object")
-        return None
+        reader.fail(path, "must be an object")
+        return False
     for key in ("labels", "annotations"):
         values = metadata.get(key, {})
         if not isinstance(values, dict) or not all(isinstance(v, str) for v in values.values()):
-            reader.fail(f"{path}.metadata.{key}", "must map names to string values")
-            return None
-    metadata.pop("creationTimestamp", None)
-    mxnet_index = names.index(MXNET_CONTAINER)
-    _default_port(reader, pruned["spec"]["containers"][mxnet_index], f"{cpath}[{mxnet_index}]")
-    return pruned
+            reader.fail(f"{path}.{key}", "must map names to string values")
+            return False
+    return True
 
 
 def _default_port(reader: _Reader, container: dict[str, Any], path: str) -> None:

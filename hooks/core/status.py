@@ -4,43 +4,64 @@ A pure function of the request: conditions are carried from the previous status 
 only by observed events, so a quiet job gets a byte-identical status and Metacontroller rests.
 """
 
+from collections.abc import Mapping
 from datetime import datetime
-from typing import Any
+from typing import Any, Required, TypedDict, cast
 
 from hooks.core import conditions as cond
-from hooks.core.api import TERMINAL, ConditionType, Reason
+from hooks.core.api import TERMINAL, ConditionStatus, ConditionType, Reason
 from hooks.core.job import Job
 from hooks.core.labels import type_selector
-from hooks.core.observed import FAILED, SUCCEEDED, ObservedPod
+from hooks.core.observed import ObservedPod, PodPhase
 from hooks.core.outcome import Outcome
 from hooks.core.restarts import SlotPlan
-from hooks.core.timestamps import earliest, format_time, parse
+from hooks.core.timestamps import earliest, format_time, parse_time
+
+
+class ReplicaStatus(TypedDict):
+    """One replica type's counts in `status.replicaStatuses`."""
+
+    active: int
+    succeeded: int
+    failed: int
+    restarts: int
+    selector: str
+
+
+class JobStatus(TypedDict, total=False):
+    """The MXJob status the hook writes (docs/status.md)."""
+
+    conditions: Required[list[cond.Condition]]
+    replicaStatuses: Required[dict[str, ReplicaStatus]]
+    startTime: str
+    completionTime: str
 
 
 def _stamp(moment: datetime | None) -> str | None:
     return format_time(moment) if moment is not None else None
 
 
-def is_terminal(status: dict[str, Any]) -> bool:
+def is_terminal(status: Mapping[str, Any]) -> bool:
     """Whether a status already shows Succeeded or Failed (terminal, never flips back)."""
     conditions = cond.clean(status.get("conditions"))
     return any(cond.is_true(conditions, ctype) for ctype in TERMINAL)
 
 
-def failed_reason(status: dict[str, Any]) -> str | None:
+def failed_reason(status: Mapping[str, Any]) -> str | None:
     """The reason of a status' Failed=True condition, if any."""
     found = cond.find(cond.clean(status.get("conditions")), ConditionType.FAILED)
-    return found.get("reason") if found and found.get("status") == "True" else None
+    return found.get("reason") if found and found.get("status") == ConditionStatus.TRUE else None
 
 
-def frozen(status: dict[str, Any]) -> dict[str, Any]:
-    """A finished job's status as recorded; Metacontroller owns `observedGeneration`."""
-    return {k: v for k, v in status.items() if k != "observedGeneration"}
+def frozen(status: dict[str, Any]) -> JobStatus:
+    """A finished job's status as recorded (by this hook, so of its shape); Metacontroller owns
+    `observedGeneration`."""
+    return cast(JobStatus, {k: v for k, v in status.items() if k != "observedGeneration"})
 
 
 def carried_start(previous: dict[str, Any]) -> datetime | None:
     """The startTime of the previous status, if it holds a valid one."""
-    return parse(previous.get("startTime"))
+    return parse_time(previous.get("startTime"))
 
 
 def start_time(previous: dict[str, Any], pods: dict[Any, list[ObservedPod]]) -> datetime | None:
@@ -54,15 +75,15 @@ def start_time(previous: dict[str, Any], pods: dict[Any, list[ObservedPod]]) -> 
     )
 
 
-def replica_statuses(job: Job, plans: list[SlotPlan]) -> dict[str, dict[str, Any]]:
+def replica_statuses(job: Job, plans: list[SlotPlan]) -> dict[str, ReplicaStatus]:
     """Per type: pods running, succeeded and failed (latest attempt of each slot), restarts."""
-    statuses: dict[str, dict[str, Any]] = {}
+    statuses: dict[str, ReplicaStatus] = {}
     for rtype in job.spec.replicas:
         current = [p.current for p in plans if p.slot.rtype is rtype and p.current is not None]
         statuses[rtype.value] = {
             "active": sum(1 for pod in current if pod.active),
-            "succeeded": sum(1 for pod in current if pod.phase == SUCCEEDED),
-            "failed": sum(1 for pod in current if pod.phase == FAILED),
+            "succeeded": sum(1 for pod in current if pod.phase is PodPhase.SUCCEEDED),
+            "failed": sum(1 for pod in current if pod.phase is PodPhase.FAILED),
             "restarts": sum(p.restarts for p in plans if p.slot.rtype is rtype),
             "selector": type_selector(job.name, rtype),
         }
@@ -70,12 +91,12 @@ def replica_statuses(job: Job, plans: list[SlotPlan]) -> dict[str, dict[str, Any
 
 
 def _assemble(
-    conditions: list[dict[str, Any]],
-    replicas: dict[str, Any],
+    conditions: list[cond.Condition],
+    replicas: dict[str, ReplicaStatus],
     start: str | None,
     completion: str | None,
-) -> dict[str, Any]:
-    status: dict[str, Any] = {"conditions": conditions, "replicaStatuses": replicas}
+) -> JobStatus:
+    status: JobStatus = {"conditions": conditions, "replicaStatuses": replicas}
     if start is not None:
         status["startTime"] = start
     if completion is not None:
@@ -85,7 +106,7 @@ def _assemble(
 
 def created(
     name: str, created_at: datetime | None, previous: dict[str, Any]
-) -> list[dict[str, Any]]:
+) -> list[cond.Condition]:
     """Previous conditions with `Created` ensured, stamped with the job's creation."""
     return cond.set_condition(
         cond.clean(previous.get("conditions")),
@@ -103,7 +124,7 @@ def active_status(
     plans: list[SlotPlan],
     outcome: Outcome,
     start: datetime | None,
-) -> dict[str, Any]:
+) -> JobStatus:
     """Status of a running (or just finished) job."""
     conditions = created(job.name, job.created, previous)
     if cond.is_true(conditions, ConditionType.SUSPENDED):
@@ -127,7 +148,7 @@ def active_status(
     )
 
 
-def suspended_status(job: Job, previous: dict[str, Any]) -> dict[str, Any]:
+def suspended_status(job: Job, previous: dict[str, Any]) -> JobStatus:
     """Suspended=True, Running=False; no pods, so zero counts; startTime kept."""
     moment = _stamp(job.spec_changed)
     message = f"MXJob {job.name} is suspended."
@@ -148,7 +169,7 @@ def invalid_status(
     message: str,
     created_at: datetime | None,
     changed_at: datetime | None,
-) -> dict[str, Any]:
+) -> JobStatus:
     """Failed with reason MXJobInvalidSpec; counts and times carried from the last status."""
     conditions = created(name, created_at, previous)
     conditions = cond.set_condition(
@@ -157,7 +178,8 @@ def invalid_status(
     replicas = previous.get("replicaStatuses")
     return _assemble(
         conditions,
-        replicas if isinstance(replicas, dict) else {},
+        # Carried as the last sync wrote them (or the user left them): echoed, not read.
+        cast(dict[str, ReplicaStatus], replicas) if isinstance(replicas, dict) else {},
         _stamp(carried_start(previous)),
         None,
     )

@@ -10,9 +10,9 @@ docs/run-policy.md).
 import math
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Required, TypedDict
 
-from hooks.core import children, gang, runs, status
+from hooks.core import gang, retention, runs, status
 from hooks.core.api import CleanPodPolicy, Reason
 from hooks.core.configmaps import desired_config, desired_result, recorded_status
 from hooks.core.fields import dig, dig_list
@@ -25,36 +25,58 @@ from hooks.core.request import CONFIG_MAP, POD, SyncRequest
 from hooks.core.restarts import SlotPlan
 from hooks.core.services import desired_service
 from hooks.core.spec import Problem, load
-from hooks.core.timestamps import latest, parse
+from hooks.core.status import JobStatus
+from hooks.core.timestamps import latest, parse_time
 from hooks.core.validation import validate
+
+
+class SyncAnswer(TypedDict, total=False):
+    """The body of a sync answer (docs/http.md): exactly these keys."""
+
+    status: Required[JobStatus]
+    children: Required[list[dict[str, Any]]]
+    resyncAfterSeconds: float
 
 
 @dataclass(frozen=True)
 class SyncResponse:
     """What Metacontroller applies: the parent's status and the complete list of children."""
 
-    status: dict[str, Any]
+    status: JobStatus
     children: list[dict[str, Any]]
     resync_after_seconds: float | None = None
     invalid: list[Problem] = field(default_factory=list)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> SyncAnswer:
         """Exactly the keys of docs/http.md: v2 hooks unmarshal strictly."""
-        body: dict[str, Any] = {"status": self.status, "children": self.children}
+        body: SyncAnswer = {"status": self.status, "children": self.children}
         if self.resync_after_seconds is not None:
             body["resyncAfterSeconds"] = self.resync_after_seconds
         return body
 
 
 def sync(request: SyncRequest, now: datetime) -> SyncResponse:
-    """Decide the desired state of one MXJob."""
-    created = parse(dig(request.parent, "metadata", "creationTimestamp"))
-    changed = _spec_changed(request.parent) or created
+    """Decide the desired state of one MXJob, by the first state it is in: invalid, finished,
+    suspended, active."""
+    job, problems = _read_job(request)
+    if job is None:
+        return _invalid(request, problems)
+    record = recorded_status(request.group(CONFIG_MAP).get(result_name(job.name)))
+    if status.is_terminal(request.status) or record is not None:
+        return _finished(job, request, record)
+    if job.spec.run_policy.suspend:
+        return _suspended(job, request)
+    return _active(job, request, now)
+
+
+def _read_job(request: SyncRequest) -> tuple[Job | None, list[Problem]]:
+    """The job of a valid spec, or None and the spec's problems."""
     spec, problems = load(request.parent.get("spec"))
     if spec is not None:
         problems = validate(request.name, spec)
     if spec is None or problems:
-        return _invalid(request, problems, created, changed)
+        return None, problems
+    created, changed = _moments(request.parent)
     job = Job(
         name=request.name,
         namespace=request.namespace,
@@ -63,25 +85,26 @@ def sync(request: SyncRequest, now: datetime) -> SyncResponse:
         created=created,
         spec_changed=changed,
     )
-    previous = request.status
-    record = recorded_status(request.group(CONFIG_MAP).get(result_name(job.name)))
-    if status.is_terminal(previous) or record is not None:
-        return _finished(job, request, record)
-    if spec.run_policy.suspend:
-        return SyncResponse(status.suspended_status(job, previous), [desired_config(job)])
-    return _active(job, request, now)
+    return job, []
 
 
-def _invalid(
-    request: SyncRequest,
-    problems: list[Problem],
-    created: datetime | None,
-    changed: datetime | None,
-) -> SyncResponse:
+def _moments(parent: dict[str, Any]) -> tuple[datetime | None, datetime | None]:
+    """When the job was created, and when its spec last changed (its creation if never)."""
+    created = parse_time(dig(parent, "metadata", "creationTimestamp"))
+    return created, _spec_changed(parent) or created
+
+
+def _invalid(request: SyncRequest, problems: list[Problem]) -> SyncResponse:
     """Failed with MXJobInvalidSpec; every observed child is kept, nothing is created."""
     message = f"MXJob {request.name} has an invalid spec: " + "; ".join(map(str, problems))
+    created, changed = _moments(request.parent)
     new_status = status.invalid_status(request.name, request.status, message, created, changed)
-    return SyncResponse(new_status, children.keep_all(request), invalid=problems)
+    return SyncResponse(new_status, retention.keep_all(request), invalid=problems)
+
+
+def _suspended(job: Job, request: SyncRequest) -> SyncResponse:
+    """Suspended: no pods, no Services; only the config ConfigMap stays."""
+    return SyncResponse(status.suspended_status(job, request.status), [desired_config(job)])
 
 
 def _finished(job: Job, request: SyncRequest, record: dict[str, Any] | None) -> SyncResponse:
@@ -89,16 +112,16 @@ def _finished(job: Job, request: SyncRequest, record: dict[str, Any] | None) -> 
     previous = request.status
     if record is not None and not status.is_terminal(previous):
         # Stale parent cache: the record says finished, so restore it and touch nothing.
-        return SyncResponse(status.frozen(record), children.keep_all(request))
+        return SyncResponse(status.frozen(record), retention.keep_all(request))
     final = status.frozen(previous)
     reason = status.failed_reason(final)
     if reason == Reason.INVALID_SPEC:
         # The job never ran under this controller's decisions: keep what the user has.
-        return SyncResponse(final, children.keep_all(request))
+        return SyncResponse(final, retention.keep_all(request))
     policy = job.spec.run_policy.clean_pod_policy
     if reason == Reason.DEADLINE:
         policy = CleanPodPolicy.ALL  # docs/run-policy.md: past the deadline, every pod goes
-    kept = children.after_cleanup(request, policy)
+    kept = retention.after_cleanup(request, policy)
     if record is None:
         kept.append(desired_result(job, final))
     kept.append(desired_config(job))
@@ -112,13 +135,13 @@ def _active(job: Job, request: SyncRequest, now: datetime) -> SyncResponse:
     record, record_child = runs.observed_record(job, request.group(CONFIG_MAP))
     plan = runs.plan_run(job, pods, record)
     start = status.start_time(previous, pods)
-    outcome = decide(job, plan.plans, start, now, plan.restart, plan.step)
+    outcome = decide(job, plan, start, now)
     new_status = status.active_status(job, previous, plan.plans, outcome, start)
     if outcome.finished:
         # Record the decision; nothing is deleted until the parent status shows it
         # (docs/run-policy.md).
         # The config is listed as `_finished` will list it, or the next sync would create it.
-        kept = [c for c in children.keep_all(request) if not _is_result(job, c)]
+        kept = [c for c in retention.keep_all(request) if not _is_result(job, c)]
         listed = [*kept, desired_result(job, new_status), desired_config(job)]
         return SyncResponse(new_status, _unique(listed))
     creating = runs.may_create_run(previous, plan.restart, bool(plan.old))
@@ -126,7 +149,7 @@ def _active(job: Job, request: SyncRequest, now: datetime) -> SyncResponse:
     if plan.fresh is not None:
         listed.append(runs.record_config_map(job, plan.fresh))
     elif record_child is not None:
-        listed.append(children.as_observed(record_child))
+        listed.append(retention.as_observed(record_child))
     if not runs.may_delete_old_run(previous, record, plan.plans):
         listed.extend(_pod_as_listed(job, pod) for pod in plan.old)
     deadline = deadline_at(job, start)
@@ -178,7 +201,7 @@ def _unique(listed: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def _spec_changed(parent: dict[str, Any]) -> datetime | None:
     """When the spec last changed: the latest non-status managedFields entry, if any."""
     times = [
-        parse(entry.get("time"))
+        parse_time(entry.get("time"))
         for entry in dig_list(parent, "metadata", "managedFields")
         if isinstance(entry, dict) and not entry.get("subresource")
     ]

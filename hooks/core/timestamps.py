@@ -3,7 +3,7 @@
 from datetime import UTC, datetime
 
 
-def parse(value: object) -> datetime | None:
+def parse_time(value: object) -> datetime | None:
     """Parse a Kubernetes timestamp; anything absent or malformed is `None`."""
     if not isinstance(value, str) or not value:
         return None

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
-from hooks.core.request import parse
+from hooks.core.request import parse_request
 from hooks.core.sync import sync
 from tests.builders import NOW, mxjob, replica, request
 from tests.e2e.conftest import REPO, Cluster, wait_for
@@ -43,7 +43,7 @@ def test_example_is_accepted_and_children_appear(cluster: Cluster, path: Path) -
         cluster.delete("mxjob", name)
         cluster.wait_gone("mxjob", name)
         cluster.apply(doc)
-        want = sync(parse(request(cluster.get("mxjob", name) or doc)), NOW)
+        want = sync(parse_request(request(cluster.get("mxjob", name) or doc)), NOW)
         pods_wanted = {c["metadata"]["name"]: c for c in want.children if c["kind"] == "Pod"}
         if doc["spec"].get("runPolicy", {}).get("suspend"):
             cluster.wait_condition(name, "Suspended")
@@ -201,7 +201,7 @@ def test_every_generated_child_passes_server_side_dry_run(cluster: Cluster) -> N
     body["parent"]["metadata"].update(
         namespace="default", uid="dry-run-uid", creationTimestamp="2026-01-01T00:00:00Z"
     )
-    for child in sync(parse(body), NOW).children:
+    for child in sync(parse_request(body), NOW).children:
         proc = cluster.kubectl(
             "apply",
             "--dry-run=server",
