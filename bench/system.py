@@ -22,7 +22,6 @@ binaries are built; a cold build takes ~25 minutes and prints its progress).
 import argparse
 import json
 import os
-import subprocess
 import tempfile
 import time
 from collections import Counter
@@ -31,7 +30,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from testsupport.server import ROOT, Server, serve
+from testsupport.server import ROOT, Server, local_controller, serve
 from tools.cluster.stack import Stack
 
 NAMESPACE = "default"
@@ -90,17 +89,6 @@ def hook_syncs(metrics: str) -> tuple[Counter[str], float]:
 
 def _time(stamp: str) -> datetime:
     return datetime.fromisoformat(stamp.replace("Z", "+00:00"))
-
-
-def controller_for(port: int) -> str:
-    """The local CompositeController overlay (production but for the URL), at `port`."""
-    built = subprocess.run(
-        ["kubectl", "kustomize", str(ROOT / "metacontroller" / "overlays" / "local")],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout
-    return built.replace("http://127.0.0.1:8080/", f"http://127.0.0.1:{port}/")
 
 
 class Run:
@@ -224,7 +212,7 @@ def main() -> None:
         try:
             stack.install_project(ROOT, hook_cmd="")
             with serve(workers=2) as server:
-                stack.kubectl("apply", "-f", "-", input=controller_for(server.port))
+                stack.kubectl("apply", "-f", "-", input=local_controller(server.port))
                 run = Run(stack, server)
                 created = measure_creation(run, args.replicas)
                 quiet = measure_quiet(run, args.quiet)

@@ -146,3 +146,15 @@ def _stop(process: subprocess.Popen[bytes], grace: float = 10) -> None:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+def local_controller(port: int) -> str:
+    """The local CompositeController overlay (production but for the webhook URL), calling a
+    hook on 127.0.0.1:`port`: how the KWOK tier and `make bench-system` reach the hook."""
+    built = subprocess.run(
+        ["kubectl", "kustomize", str(ROOT / "metacontroller" / "overlays" / "local")],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    return built.replace("http://127.0.0.1:8080/", f"http://127.0.0.1:{port}/")

@@ -16,6 +16,8 @@ from typing import Any, TypeVar
 
 import pytest
 
+from testsupport.server import local_controller
+
 REPO = Path(__file__).resolve().parents[2]
 NAMESPACE = "default"
 T = TypeVar("T")
@@ -25,17 +27,6 @@ def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
-
-
-def local_controller(port: int) -> str:
-    """The local CompositeController overlay, its webhook pointed at the hook's port."""
-    built = subprocess.run(
-        ["kubectl", "kustomize", str(REPO / "metacontroller" / "overlays" / "local")],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout
-    return built.replace("http://127.0.0.1:8080/", f"http://127.0.0.1:{port}/")
 
 
 @pytest.fixture(scope="session")

@@ -9,8 +9,9 @@ from typing import Any
 import yaml
 
 from tests.builders import replica
-from tests.e2e.conftest import REPO, Cluster, local_controller, wait_for
+from tests.e2e.conftest import REPO, Cluster, wait_for
 from tests.e2e.test_lifecycle import job
+from testsupport.server import local_controller
 
 SCHEMAS = REPO / "tests" / "schemas"
 GANG = {"minAvailable": 3, "queue": "training", "scheduleTimeoutSeconds": 120}
