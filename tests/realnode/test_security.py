@@ -64,6 +64,40 @@ def test_hook_pod_runs_unprivileged_read_only_without_token(cluster: Node) -> No
     print(f"\nhook pod {pod}: {seen}")
 
 
+def selected(cluster: Node, kind: str, namespace: str | None, labels: dict[str, str]) -> list[str]:
+    """Names of the objects a label selector (matchLabels) picks, asked of the API server."""
+    selector = ",".join(f"{k}={v}" for k, v in sorted(labels.items()))
+    scope = ["-n", namespace] if namespace else []
+    out = cluster.kubectl("get", kind, *scope, "-l", selector, "-o", "name")
+    return sorted(out.stdout.split())
+
+
+def test_network_policy_admits_exactly_the_installed_metacontroller(cluster: Node) -> None:
+    """The bridge CNI does not enforce NetworkPolicy; what can be proven here is that the
+    installed policy's selectors pick the running hook pods and, as the only allowed peer,
+    Metacontroller's pod in its namespace, on the port the hook listens on."""
+    policy = cluster.get_in(HOOK_NAMESPACE, "networkpolicy", "mxjob-hook")
+    assert policy is not None
+    spec = policy["spec"]
+    hooks = selected(cluster, "pods", HOOK_NAMESPACE, spec["podSelector"]["matchLabels"])
+    assert hooks == sorted(f"pod/{p}" for p in cluster.hook_pods()), hooks
+    ((rule,),) = [r["from"] for r in spec["ingress"]]
+    namespaces = selected(cluster, "namespaces", None, rule["namespaceSelector"]["matchLabels"])
+    assert namespaces == ["namespace/metacontroller"], namespaces
+    peers = selected(cluster, "pods", "metacontroller", rule["podSelector"]["matchLabels"])
+    assert peers == ["pod/metacontroller-0"], peers
+    (port,) = [p["port"] for r in spec["ingress"] for p in r["ports"]]
+    hook = cluster.get_in(HOOK_NAMESPACE, "pod", cluster.hook_pods()[0])
+    assert hook is not None
+    named = {
+        p.get("name"): p["containerPort"]
+        for c in hook["spec"]["containers"]
+        for p in c.get("ports", [])
+    }
+    assert named.get(port) == 8080, named  # the named port resolves to what gunicorn listens on
+    assert not spec.get("egress") and "Egress" in spec["policyTypes"]  # no peer at all
+
+
 def api(
     cluster: Node, token: str, method: str, path: str, body: dict[str, Any] | None = None
 ) -> tuple[int, dict[str, Any]]:

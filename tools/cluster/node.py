@@ -454,12 +454,24 @@ class NodeStack(Stack):
         self._kill_shims()
         self._unmount_all()
         self._remove_cgroups()
-        if self.slot >= 0 and (NETNS_DIR / self.netns).exists():
-            _ip("netns", "del", self.netns, check=False)  # takes the veth pair and iptables along
+        left = self._release_slot()
         _ip("link", "del", self.host_link, check=False)
         if self.run_dir.is_dir():
             hoststate.release(str(self.run_dir))
         super().stop(remove=remove, grace=grace)
+        if left:
+            raise StackError(f"network namespace {left} is still there after `ip netns del`")
+
+    def _release_slot(self) -> str | None:
+        """Delete this node's namespace (the veth pair and iptables go with it); the name of the
+        namespace if it is still there. Under the lock that claims slots, so that a stack
+        starting meanwhile cannot take the slot before the check."""
+        if self.slot < 0:
+            return None
+        with locked(self.cache_dir / "netns.lock"):
+            if (NETNS_DIR / self.netns).exists():
+                _ip("netns", "del", self.netns, check=False)
+            return self.netns if (NETNS_DIR / self.netns).exists() else None
 
     def _stop_one(self, name: str, grace: float) -> None:
         pid = self.pids.pop(name, None)
