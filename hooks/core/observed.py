@@ -50,6 +50,12 @@ class ObservedPod:
     restarts_before: int
     run: int = 0
     disrupted: bool = False
+    #: (container name, exit code) of every terminated container, for failurePolicy rules.
+    exits: tuple[tuple[str, int], ...] = ()
+    #: The pod's `status.reason` and the mxnet container's terminated `reason`, where set.
+    reasons: frozenset[str] = frozenset()
+    #: The pod's conditions as (type, status).
+    conditions: frozenset[tuple[str, str]] = frozenset()
 
     @property
     def active(self) -> bool:
@@ -72,6 +78,15 @@ def read_pod(job: str, pod: dict[str, Any]) -> ObservedPod | None:
     mxnet = next((s for s in statuses if s.get("name") == MXNET_CONTAINER), {})
     terminated = dig_dict(mxnet, "state", "terminated")
     phase = dig(pod, "status", "phase")
+    conditions = frozenset(
+        (c["type"], c["status"])
+        for c in dig_list(pod, "status", "conditions")
+        if isinstance(c, dict)
+        and isinstance(c.get("type"), str)
+        and isinstance(c.get("status"), str)
+    )
+    pod_reason = _text(dig(pod, "status", "reason"))
+    mxnet_reason = _text(terminated.get("reason"))
     return ObservedPod(
         name=str(dig(pod, "metadata", "name")),
         slot=slot,
@@ -84,16 +99,19 @@ def read_pod(job: str, pod: dict[str, Any]) -> ObservedPod | None:
         or parse_time(dig(pod, "status", "startTime")),
         finished=parse_time(terminated.get("finishedAt")),
         exit_code=dig_int(terminated, "exitCode"),
-        reason=_text(dig(pod, "status", "reason")) or _text(terminated.get("reason")),
+        reason=pod_reason or mxnet_reason,
         restart_count=sum(max(dig_int(s, "restartCount") or 0, 0) for s in statuses),
         restarts_before=_count(dig(pod, "metadata", "annotations", ANNOTATION_RESTARTS)),
         run=_count(dig(pod, "metadata", "annotations", ANNOTATION_RUN)),
-        disrupted=any(
-            isinstance(c, dict)
-            and c.get("type") == DISRUPTION
-            and c.get("status") == ConditionStatus.TRUE
-            for c in dig_list(pod, "status", "conditions")
+        disrupted=(DISRUPTION, ConditionStatus.TRUE.value) in conditions,
+        exits=tuple(
+            (s["name"], code)
+            for s in statuses
+            if isinstance(s.get("name"), str)
+            and (code := dig_int(s, "state", "terminated", "exitCode")) is not None
         ),
+        reasons=frozenset(r for r in (pod_reason, mxnet_reason) if r),
+        conditions=conditions,
     )
 
 

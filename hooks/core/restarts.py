@@ -1,20 +1,17 @@
-"""Restart rules (docs/restarts.md): which failures are retried, and how each replica slot moves on.
+"""Restart rules (docs/restarts.md): how each replica slot moves on after a failure.
 
-Each replacement gets the next attempt name and an annotation with the restarts before it, so
-the attempt count and restart total never depend on hook memory or parent status. A disruption
-(the cluster took the pod away) is retried but not counted toward backoffLimit: it is not the
-job's fault, as Kubernetes Jobs users get with podFailurePolicy `Ignore` on DisruptionTarget.
+Which failures are retried, and whether a retry counts, is the failure policy's verdict
+(`failure_policy.judge`: the user's rules, then the restartPolicy's). Each replacement gets the
+next attempt name and an annotation with the restarts before it, so the attempt count and restart
+total never depend on hook memory or parent status.
 """
 
 from dataclasses import dataclass
-from enum import Enum
 
 from hooks.core.api import RestartPolicy
+from hooks.core.failure_policy import Action, Rule, Verdict, judge
 from hooks.core.naming import MAX_ATTEMPT, Slot
 from hooks.core.observed import ObservedPod, PodPhase
-
-#: SIGINT, SIGKILL, SIGTERM, and 138 which users raise to ask for a retry.
-RETRYABLE_EXIT_CODES = frozenset({130, 137, 138, 143})
 
 EXIT_MEANINGS = {
     1: "general error",
@@ -28,41 +25,6 @@ EXIT_MEANINGS = {
     139: "segmentation fault (SIGSEGV)",
     143: "terminated (SIGTERM)",
 }
-
-
-class Retry(Enum):
-    """What a failed pod means for its slot."""
-
-    REPLACE = "replace"
-    FATAL = "fatal"
-
-
-def is_retryable(pod: ObservedPod) -> bool:
-    """Whether a failed pod may be retried under ExitCode: a disruption always may."""
-    return pod.disrupted or exit_is_retryable(pod.exit_code)
-
-
-def counts_toward_backoff(pod: ObservedPod) -> int:
-    """What replacing this failed pod adds to the restart count: 0 for a disruption."""
-    return 0 if pod.disrupted else 1
-
-
-def exit_is_retryable(exit_code: int | None) -> bool:
-    """Whether a failed pod's mxnet exit code allows a retry under ExitCode.
-
-    Retryable: the signal codes above; no exit code (evicted, node lost, preempted); and 0,
-    which on a failed pod means another container failed it, not the training process.
-    """
-    return exit_code is None or exit_code == 0 or exit_code in RETRYABLE_EXIT_CODES
-
-
-def on_failure(policy: RestartPolicy, pod: ObservedPod) -> Retry:
-    """Never fails the job; ExitCode judges the mxnet exit code; Always/OnFailure replace."""
-    if policy is RestartPolicy.NEVER:
-        return Retry.FATAL
-    if policy is RestartPolicy.EXIT_CODE and not is_retryable(pod):
-        return Retry.FATAL
-    return Retry.REPLACE
 
 
 def replica_words(slot: Slot, pod: ObservedPod | None = None) -> str:
@@ -112,6 +74,8 @@ class SlotPlan:
     run: int = 0
     #: The slot's restarts so far, without the replacement this plan asks for.
     counted: int = 0
+    #: The failure policy's verdict on the current attempt, when it failed.
+    verdict: Verdict | None = None
 
     @property
     def restarting(self) -> bool:
@@ -126,7 +90,11 @@ class SlotPlan:
 
 
 def plan_slot(
-    slot: Slot, policy: RestartPolicy, attempts: list[ObservedPod], start: RunStart
+    slot: Slot,
+    policy: RestartPolicy,
+    attempts: list[ObservedPod],
+    start: RunStart,
+    rules: tuple[Rule, ...] = (),
 ) -> SlotPlan:
     """Decide one slot from its observed attempts of the current run (oldest first).
 
@@ -157,7 +125,8 @@ def plan_slot(
             run=start.run,
             counted=so_far,
         )
-    if on_failure(policy, current) is Retry.FATAL or current.attempt >= MAX_ATTEMPT:
+    verdict = judge(rules, policy, slot.rtype, current)
+    if verdict.action is Action.FAIL_JOB or current.attempt >= MAX_ATTEMPT:
         return SlotPlan(
             slot=slot,
             keep=(current,),
@@ -166,8 +135,9 @@ def plan_slot(
             fatal=current,
             run=start.run,
             counted=so_far,
+            verdict=verdict,
         )
-    after = so_far + counts_toward_backoff(current)
+    after = so_far + verdict.added
     return SlotPlan(
         slot=slot,
         keep=(current,),
@@ -177,4 +147,5 @@ def plan_slot(
         restarts=after,
         run=start.run,
         counted=so_far,
+        verdict=verdict,
     )
