@@ -201,7 +201,9 @@ def deciding_types(job: Job) -> tuple[ReplicaType, ...]:
 
 def _restart_words(plan: SlotPlan) -> str:
     if plan.create_attempt and plan.current is not None:
-        return f"{describe_exit(plan.current)}; starting attempt {plan.create_attempt}"
+        verdict = plan.verdict
+        rule = f", as {verdict.by()} says" if verdict and verdict.rule else ""
+        return f"{describe_exit(plan.current)}{rule}; starting attempt {plan.create_attempt}"
     return "is starting again"
 
 
