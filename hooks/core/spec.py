@@ -299,7 +299,8 @@ def _rule(reader: _Reader, raw: object, path: str) -> Rule | None:
     """One failure rule; None when it cannot be used (its problems are recorded)."""
     rule = reader.mapping(raw, path)
     if rule is None:
-        reader.fail(path, "must be an object (a rule)")
+        if raw is None:
+            reader.fail(path, "must be an object (a rule)")
         return None
     before = len(reader.problems)
     name = reader.string(rule.get("name"), f"{path}.name")
@@ -371,7 +372,9 @@ def _on_conditions(reader: _Reader, value: object, path: str) -> frozenset[tuple
         return None
     patterns = set()
     for i, raw in enumerate(_bounded_list(reader, value, path, MAX_PATTERNS)):
-        pattern = reader.mapping(raw, f"{path}[{i}]") or {}
+        pattern = reader.mapping(raw, f"{path}[{i}]")
+        if pattern is None:
+            continue
         ctype = reader.string(pattern.get("type"), f"{path}[{i}].type")
         if ctype is None:
             reader.fail(f"{path}[{i}].type", "is required: a pod condition type")

@@ -62,7 +62,7 @@ def test_oom_killed_worker_restarts_the_whole_job(cluster: Node) -> None:
     assert "Worker replica 1" in message, message
     assert "OOMKilled" in message or "137" in message, message
     assert 'failurePolicy rule "oom" (RestartJob)' in message, message
-    _, reason, message = cluster.wait_condition("oom", "Succeeded", timeout=240)
+    _, _, message = cluster.wait_condition("oom", "Succeeded", timeout=240)
     status = cluster.status("oom")
     assert status["replicaStatuses"]["Worker"]["restarts"] == 1, status
     print(f"\nfailure_policy OOMKilled worker: {message}")
@@ -114,5 +114,5 @@ def test_evicted_worker_is_ignored(cluster: Node) -> None:
     assert cluster.status("evicted")["replicaStatuses"]["Worker"]["restarts"] == 0
     for pod in ("evicted-worker-0", "evicted-worker-1-r1"):
         cluster.finish(cluster.pid(pod))
-    _, reason, message = cluster.wait_condition("evicted", "Succeeded", timeout=120)
+    _, _, message = cluster.wait_condition("evicted", "Succeeded", timeout=120)
     print(f"\nfailure_policy eviction: {message}")
