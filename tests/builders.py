@@ -23,6 +23,8 @@ from testsupport.observed import (
     running,
     terminated,
     terminating,
+    unschedulable,
+    waiting,
 )
 
 __all__ = [
@@ -44,4 +46,6 @@ __all__ = [
     "template",
     "terminated",
     "terminating",
+    "unschedulable",
+    "waiting",
 ]

@@ -122,3 +122,5 @@ LABEL_JOB_ROLE = LABEL_PREFIX + "job-role"
 ANNOTATION_RESTARTS = "mxjob.kubeflow.org/restarts-before"
 #: The run a pod belongs to: 0 at first, one more after each whole-job restart (docs/restarts.md).
 ANNOTATION_RUN = "mxjob.kubeflow.org/run"
+#: The attempt of its replica a pod is: 0 at first, N for `-rN` (docs/restarts.md).
+ANNOTATION_ATTEMPT = "mxjob.kubeflow.org/attempt"

@@ -5,8 +5,8 @@ restarts from the `restarts-before` annotation the hook itself put on replacemen
 restarts from container `restartCount`, the run from the `run` annotation (docs/restarts.md).
 """
 
-from dataclasses import dataclass
-from datetime import datetime
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
@@ -30,6 +30,23 @@ FINISHED_PHASES = (PodPhase.SUCCEEDED, PodPhase.FAILED)
 _PHASES = {phase.value: phase for phase in PodPhase}
 #: Pod condition set when the cluster takes a pod away: preemption, drain, taint, node shutdown.
 DISRUPTION = "DisruptionTarget"
+#: How long past its `deletionTimestamp` (the end of its grace period, when the kubelet kills
+#: it) a pod may still be observed before it counts as lost with its node (docs/restarts.md).
+LOST_AFTER = timedelta(seconds=15)
+#: Why a container cannot start, as the kubelet says it: the job shows them (docs/status.md).
+CANNOT_START = frozenset(
+    {
+        "ErrImagePull",
+        "ImagePullBackOff",
+        "ErrImageNeverPull",
+        "InvalidImageName",
+        "CreateContainerConfigError",
+        "CreateContainerError",
+        "RunContainerError",
+    }
+)
+#: Longest kubelet or scheduler message quoted in a condition message.
+_QUOTED_MAX = 200
 
 
 @dataclass(frozen=True)
@@ -50,6 +67,14 @@ class ObservedPod:
     restarts_before: int
     run: int = 0
     disrupted: bool = False
+    #: `metadata.deletionTimestamp`: the moment the kubelet kills the pod if it has not ended.
+    deadline: datetime | None = None
+    #: When the pod's Ready condition last turned False.
+    not_ready: datetime | None = None
+    #: Why the pod cannot start (`ImagePullBackOff: …`, `Unschedulable: …`), while it waits.
+    blocked: str | None = None
+    #: Still observed LOST_AFTER past its deletionTimestamp: its node does not answer.
+    lost: bool = False
 
     @property
     def active(self) -> bool:
@@ -61,6 +86,32 @@ class ObservedPod:
         """The latest moment this pod shows: finish, start or creation."""
         return latest(self.finished, self.started, self.created)
 
+    @property
+    def ended(self) -> datetime | None:
+        """When the pod's process had ended at the latest, as far as the pod tells: the mxnet
+        container's finishedAt; else when the pod turned unready or was due to be killed."""
+        if self.finished is not None:
+            return self.finished
+        return latest(self.not_ready, self.deadline, self.last_event)
+
+    def settled(self, now: datetime) -> "ObservedPod":
+        """The pod as the hook treats it at `now`: one still observed LOST_AFTER past its
+        deletionTimestamp is lost with its node, and counts as failed."""
+        at = lost_at(self)
+        if at is None or now < at:
+            return self
+        return replace(self, phase=PodPhase.FAILED, lost=True)
+
+
+def lost_at(pod: ObservedPod) -> datetime | None:
+    """When a terminating pod will count as lost, if it has not ended by then."""
+    if pod.deadline is None or pod.phase in FINISHED_PHASES:
+        return None
+    try:
+        return pod.deadline + LOST_AFTER
+    except OverflowError:  # a deletionTimestamp near year 9999
+        return None
+
 
 def read_pod(job: str, pod: dict[str, Any]) -> ObservedPod | None:
     """Read one observed pod; None for a pod whose name this job never gives."""
@@ -71,12 +122,14 @@ def read_pod(job: str, pod: dict[str, Any]) -> ObservedPod | None:
     statuses = [s for s in dig_list(pod, "status", "containerStatuses") if isinstance(s, dict)]
     mxnet = next((s for s in statuses if s.get("name") == MXNET_CONTAINER), {})
     terminated = dig_dict(mxnet, "state", "terminated")
-    phase = dig(pod, "status", "phase")
+    raw_phase = dig(pod, "status", "phase")
+    phase = _PHASES.get(raw_phase, PodPhase.PENDING) if isinstance(raw_phase, str) else None
+    conditions = [c for c in dig_list(pod, "status", "conditions") if isinstance(c, dict)]
     return ObservedPod(
         name=str(dig(pod, "metadata", "name")),
         slot=slot,
         attempt=attempt,
-        phase=_PHASES.get(phase, PodPhase.PENDING) if isinstance(phase, str) else PodPhase.PENDING,
+        phase=phase or PodPhase.PENDING,
         terminating=dig(pod, "metadata", "deletionTimestamp") is not None,
         created=parse_time(dig(pod, "metadata", "creationTimestamp")),
         started=parse_time(dig(mxnet, "state", "running", "startedAt"))
@@ -88,13 +141,39 @@ def read_pod(job: str, pod: dict[str, Any]) -> ObservedPod | None:
         restart_count=sum(max(dig_int(s, "restartCount") or 0, 0) for s in statuses),
         restarts_before=_count(dig(pod, "metadata", "annotations", ANNOTATION_RESTARTS)),
         run=_count(dig(pod, "metadata", "annotations", ANNOTATION_RUN)),
-        disrupted=any(
-            isinstance(c, dict)
-            and c.get("type") == DISRUPTION
-            and c.get("status") == ConditionStatus.TRUE
-            for c in dig_list(pod, "status", "conditions")
+        disrupted=_condition(conditions, DISRUPTION, ConditionStatus.TRUE) is not None,
+        deadline=parse_time(dig(pod, "metadata", "deletionTimestamp")),
+        not_ready=parse_time(
+            dig(_condition(conditions, "Ready", ConditionStatus.FALSE), "lastTransitionTime")
         ),
+        blocked=_blocked(statuses, conditions) if phase is PodPhase.PENDING else None,
     )
+
+
+def _condition(conditions: list[dict[str, Any]], ctype: str, status: str) -> dict[str, Any] | None:
+    return next(
+        (c for c in conditions if c.get("type") == ctype and c.get("status") == status), None
+    )
+
+
+def _blocked(statuses: list[dict[str, Any]], conditions: list[dict[str, Any]]) -> str | None:
+    """Why a pending pod cannot start: a container the kubelet cannot start, or no node."""
+    for status in statuses:
+        waiting = dig_dict(status, "state", "waiting")
+        reason = waiting.get("reason")
+        if reason in CANNOT_START:
+            return _quoted(str(reason), waiting.get("message"))
+    unscheduled = _condition(conditions, "PodScheduled", ConditionStatus.FALSE)
+    if unscheduled is not None and unscheduled.get("reason") == "Unschedulable":
+        return _quoted("Unschedulable", unscheduled.get("message"))
+    return None
+
+
+def _quoted(reason: str, message: object) -> str:
+    if not isinstance(message, str) or not message:
+        return reason
+    short = message if len(message) <= _QUOTED_MAX else message[: _QUOTED_MAX - 1] + "…"
+    return f"{reason}: {short}"
 
 
 def _count(value: object) -> int:

@@ -6,7 +6,7 @@ the deadline compares with `now`, and its moment is `startTime + activeDeadlineS
 """
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from hooks.core.api import ConditionType, JobMode, Reason, ReplicaType, SuccessPolicy
@@ -137,7 +137,7 @@ def _restarting_replicas(facts: _Facts) -> Outcome | None:
         ctype=ConditionType.RESTARTING,
         reason=Reason.RESTARTING,
         message=f"MXJob {facts.job.name} is restarting: "
-        f"{replica_words(first.slot, first.current)} {_restart_words(first)}{more}.",
+        f"{replica_words(first.slot, first.current)} {_restart_words(first, facts.now)}{more}.",
         time=latest(*(p.current.last_event for p in restarting if p.current is not None)),
     )
 
@@ -170,18 +170,29 @@ RULES: tuple[Callable[[_Facts], Outcome | None], ...] = (
 
 def decide(job: Job, run: RunPlan, start: datetime | None, now: datetime) -> Outcome:
     """The outcome of an active, valid, unsuspended job: the first rule that applies, else
-    Created."""
+    Created; while it is not finished, the message also names the replicas that cannot start."""
     facts = _Facts(job, run, start, now)
-    for rule in RULES:
-        outcome = rule(facts)
-        if outcome is not None:
-            return outcome
-    return Outcome(
-        ctype=ConditionType.CREATED,
-        reason=Reason.CREATED,
-        message=f"MXJob {job.name} is created.",
-        time=job.created,
-    )
+    outcome = next((o for o in map(lambda rule: rule(facts), RULES) if o is not None), None)
+    if outcome is None:
+        outcome = Outcome(
+            ctype=ConditionType.CREATED,
+            reason=Reason.CREATED,
+            message=f"MXJob {job.name} is created.",
+            time=job.created,
+        )
+    return outcome if outcome.finished else _naming_blocked(outcome, facts.plans)
+
+
+def _naming_blocked(outcome: Outcome, plans: list[SlotPlan]) -> Outcome:
+    """The outcome, its message extended by the first replica that cannot start and why."""
+    blocked = [p for p in plans if p.current is not None and p.current.blocked]
+    if not blocked:
+        return outcome
+    first, pod = blocked[0], blocked[0].current
+    more = f" (and {len(blocked) - 1} more replicas)" if len(blocked) > 1 else ""
+    words = f"{replica_words(first.slot, pod)} cannot start{more}: {pod.blocked if pod else ''}"
+    ending = "" if words.endswith(".") else "."
+    return replace(outcome, message=f"{outcome.message.removesuffix('.')}; {words}{ending}")
 
 
 def deciding_types(job: Job) -> tuple[ReplicaType, ...]:
@@ -196,10 +207,19 @@ def deciding_types(job: Job) -> tuple[ReplicaType, ...]:
     return (ReplicaType.WORKER,)
 
 
-def _restart_words(plan: SlotPlan) -> str:
+def _restart_words(plan: SlotPlan, now: datetime) -> str:
     if plan.create_attempt and plan.current is not None:
-        return f"{describe_exit(plan.current)}; starting attempt {plan.create_attempt}"
-    return "is starting again"
+        ended = describe_exit(plan.current)
+        if plan.create_after is None or plan.creates(now):
+            return f"{ended}; starting attempt {plan.create_attempt}"
+        return (
+            f"{ended}; attempt {plan.create_attempt} starts at {format_time(plan.create_after)},"
+            " once ps-lite has declared the old process dead"
+        )
+    failed = plan.keep[0] if len(plan.keep) > 1 else None
+    if failed is None:
+        return "is starting again"
+    return f"is starting again after pod {failed.name} {describe_exit(failed)}"
 
 
 def _latest_failure(plans: list[SlotPlan]) -> str:

@@ -7,12 +7,15 @@ job's fault, as Kubernetes Jobs users get with podFailurePolicy `Ignore` on Disr
 """
 
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from enum import Enum
 
 from hooks.core.api import RestartPolicy
 from hooks.core.naming import MAX_ATTEMPT, Slot
 from hooks.core.observed import ObservedPod, PodPhase
+from hooks.core.rejoin import rejoin_at
 
+SIGKILL_EXIT = 137
 #: SIGINT, SIGKILL, SIGTERM, and 138 which users raise to ask for a retry.
 RETRYABLE_EXIT_CODES = frozenset({130, 137, 138, 143})
 
@@ -72,15 +75,26 @@ def replica_words(slot: Slot, pod: ObservedPod | None = None) -> str:
 
 
 def describe_exit(pod: ObservedPod) -> str:
-    """Words for how a pod ended, for condition messages."""
+    """Words for how a pod ended, for condition messages: what the kubelet and the cluster
+    said of it (exit code, its meaning, the termination reason, a deletion, a lost node)."""
+    why = f" ({pod.reason})" if pod.reason else ""
+    if pod.lost:
+        cost = ", not counted toward backoffLimit" if pod.disrupted else ""
+        return f"was lost with its node (still Terminating past its grace period){why}{cost}"
     if pod.disrupted:
-        why = f" ({pod.reason})" if pod.reason else ""
         return f"was disrupted by the cluster{why}, not counted toward backoffLimit"
+    deleted = "was deleted and " if pod.terminating else ""
     if pod.exit_code is None:
-        why = f" ({pod.reason})" if pod.reason else ""
-        return f"failed without an exit code of its mxnet container{why}"
+        return f"{deleted}failed without an exit code of its mxnet container{why}"
     meaning = EXIT_MEANINGS.get(pod.exit_code)
-    return f"exited with code {pod.exit_code}" + (f" ({meaning})" if meaning else "")
+    if pod.reason == "OOMKilled":
+        meaning = "killed for using more memory than its limit"
+    elif pod.terminating and pod.exit_code == SIGKILL_EXIT:
+        meaning = "killed (SIGKILL) at the end of its grace period"
+    # "Error" is the kubelet's word for any non-zero exit: the code already says it.
+    shown = pod.reason if pod.reason not in (None, "Error") else None
+    details = "; ".join(d for d in (meaning, f"reason {shown}" if shown else None) if d)
+    return f"{deleted}exited with code {pod.exit_code}" + (f" ({details})" if details else "")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -112,6 +126,14 @@ class SlotPlan:
     run: int = 0
     #: The slot's restarts so far, without the replacement this plan asks for.
     counted: int = 0
+    #: The attempt to create is listed only from this moment on (docs/restarts.md).
+    create_after: datetime | None = None
+
+    def creates(self, now: datetime) -> bool:
+        """Whether the pod of `create_attempt` is listed at `now`."""
+        return self.create_attempt is not None and (
+            self.create_after is None or now >= self.create_after
+        )
 
     @property
     def restarting(self) -> bool:
@@ -126,9 +148,14 @@ class SlotPlan:
 
 
 def plan_slot(
-    slot: Slot, policy: RestartPolicy, attempts: list[ObservedPod], start: RunStart
+    slot: Slot,
+    policy: RestartPolicy,
+    attempts: list[ObservedPod],
+    start: RunStart,
+    rejoin: timedelta | None = None,
 ) -> SlotPlan:
-    """Decide one slot from its observed attempts of the current run (oldest first).
+    """Decide one slot from its observed attempts of the current run (oldest first); a
+    replacement is listed `rejoin` after its predecessor ended, when that is given.
 
     The newest failed attempt stays listed beside its replacement until that replacement fails
     in turn: the attempt count survives the loss of the replacement, `kubectl logs` still shows
@@ -177,4 +204,5 @@ def plan_slot(
         restarts=after,
         run=start.run,
         counted=so_far,
+        create_after=rejoin_at(current.ended, rejoin),
     )

@@ -28,6 +28,7 @@ from hooks.core.job import Job
 from hooks.core.labels import job_labels
 from hooks.core.naming import Slot, run_from_record_name, run_record_name
 from hooks.core.observed import ObservedPod, PodPhase
+from hooks.core.rejoin import rejoin_wait
 from hooks.core.restarts import (
     RunStart,
     SlotPlan,
@@ -269,17 +270,24 @@ class RunPlan:
     step: Step
 
 
-def plan_run(job: Job, pods: dict[Slot, list[ObservedPod]], record: RunRecord | None) -> RunPlan:
-    """Plan every slot within the newest observed run, and decide or continue its restart."""
+def plan_run(
+    job: Job, observed: dict[Slot, list[ObservedPod]], record: RunRecord | None, now: datetime
+) -> RunPlan:
+    """Plan every slot within the newest observed run, and decide or continue its restart.
+
+    `now` tells only which pods are lost with their node: those count as failed, and an older
+    run's lost pods as gone (docs/restarts.md, "Lost nodes")."""
+    pods = {slot: [p.settled(now) for p in attempts] for slot, attempts in observed.items()}
     run = current_run(record, pods)
     slots = job.slots()
-    old = [p for slot in slots for p in pods.get(slot, []) if p.run < run]
+    old = [p for slot in slots for p in pods.get(slot, []) if p.run < run and not p.lost]
     plans = [
         plan_slot(
             slot,
             job.spec.replicas[slot.rtype].restart_policy,
             [p for p in pods.get(slot, []) if p.run == run],
             _run_start(record, run, pods, slot),
+            rejoin_wait(job.spec, slot.rtype),
         )
         for slot in slots
     ]

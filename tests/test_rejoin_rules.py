@@ -1,0 +1,192 @@
+"""Table tests for docs/restarts.md "Rejoining ps-lite" and "Lost nodes": how long a replaced
+Worker waits, which pods the kubelet may restart in place, what the hook reads of a pod's end,
+and when a terminating pod counts as lost."""
+
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from hooks.core.api import ReplicaType, RestartPolicy
+from hooks.core.observed import PodPhase, read_pod
+from hooks.core.rejoin import (
+    REJOIN_MARGIN,
+    UNREADABLE_TIMEOUT,
+    heartbeat_timeout,
+    pod_restart_policy,
+    rejoin_wait,
+)
+from hooks.core.spec import JobSpec, load
+from tests.builders import (
+    T0,
+    cluster_after,
+    disrupted,
+    mxjob,
+    pods_by_name,
+    replica,
+    request,
+    run,
+    running,
+    terminated,
+    terminating,
+    unschedulable,
+    waiting,
+)
+
+TRAIN = {"Scheduler": replica(1), "Server": replica(1), "Worker": replica(2, "ExitCode")}
+TUNE = {"TunerTracker": replica(1), "TunerServer": replica(2), "Tuner": replica(1)}
+
+
+def spec_of(replicas: dict[str, Any], mode: str = "MXTrain") -> JobSpec:
+    spec, problems = load(mxjob(replicas=replicas, mode=mode)["spec"])
+    assert spec is not None and not problems
+    return spec
+
+
+def scheduler_env(*env: dict[str, Any]) -> dict[str, Any]:
+    return {**TRAIN, "Scheduler": replica(1, env=list(env))}
+
+
+@pytest.mark.parametrize(
+    ("replicas", "timeout"),
+    [
+        (TRAIN, 2),
+        (scheduler_env({"name": "PS_HEARTBEAT_TIMEOUT", "value": "10"}), 10),
+        (scheduler_env({"name": "PS_HEARTBEAT_TIMEOUT", "value": " 7 "}), 7),
+        (scheduler_env({"name": "PS_HEARTBEAT_TIMEOUT", "value": "0"}), 0),
+        (scheduler_env({"name": "PS_HEARTBEAT_TIMEOUT", "value": "2s"}), UNREADABLE_TIMEOUT),
+        (scheduler_env({"name": "PS_HEARTBEAT_TIMEOUT", "value": "-1"}), UNREADABLE_TIMEOUT),
+        (
+            scheduler_env(
+                {
+                    "name": "PS_HEARTBEAT_TIMEOUT",
+                    "valueFrom": {"configMapKeyRef": {"name": "ps", "key": "timeout"}},
+                }
+            ),
+            UNREADABLE_TIMEOUT,
+        ),
+        # The Scheduler declares Workers dead: a Worker's own setting does not count.
+        (
+            {**TRAIN, "Worker": replica(2, env=[{"name": "PS_HEARTBEAT_TIMEOUT", "value": "9"}])},
+            2,
+        ),
+    ],
+)
+def test_the_scheduler_heartbeat_timeout_is_the_one_in_force(
+    replicas: dict[str, Any], timeout: int
+) -> None:
+    assert heartbeat_timeout(spec_of(replicas)) == timeout
+
+
+@pytest.mark.parametrize(
+    ("replicas", "mode", "rtype", "wait"),
+    [
+        (TRAIN, "MXTrain", ReplicaType.WORKER, timedelta(seconds=2) + REJOIN_MARGIN),
+        # Scheduler and Server failures restart the whole job: a new Scheduler, no race.
+        (TRAIN, "MXTrain", ReplicaType.SERVER, None),
+        (TRAIN, "MXTrain", ReplicaType.SCHEDULER, None),
+        # No Scheduler, no ps-lite; AutoTVM's tracker has no such race.
+        ({"Worker": replica(3, "ExitCode")}, "MXTrain", ReplicaType.WORKER, None),
+        (TUNE, "MXTune", ReplicaType.TUNER_SERVER, None),
+    ],
+)
+def test_only_ps_lite_workers_wait_before_they_rejoin(
+    replicas: dict[str, Any], mode: str, rtype: ReplicaType, wait: timedelta | None
+) -> None:
+    assert rejoin_wait(spec_of(replicas, mode), rtype) == wait
+
+
+@pytest.mark.parametrize(
+    ("replicas", "mode", "policy", "pod_policy"),
+    [
+        (TRAIN, "MXTrain", RestartPolicy.ON_FAILURE, "Never"),
+        (TRAIN, "MXTrain", RestartPolicy.ALWAYS, "Never"),
+        (TRAIN, "MXTrain", RestartPolicy.EXIT_CODE, "Never"),
+        ({"Worker": replica(2)}, "MXTrain", RestartPolicy.ON_FAILURE, "OnFailure"),
+        ({"Worker": replica(2)}, "MXTrain", RestartPolicy.ALWAYS, "Always"),
+        (TUNE, "MXTune", RestartPolicy.ON_FAILURE, "OnFailure"),
+    ],
+)
+def test_the_kubelet_restarts_in_place_only_outside_ps_lite(
+    replicas: dict[str, Any], mode: str, policy: RestartPolicy, pod_policy: str
+) -> None:
+    assert pod_restart_policy(spec_of(replicas, mode), policy) == pod_policy
+
+
+def worker(state: Any = running) -> dict[str, Any]:
+    pods = pods_by_name(cluster_after(run(request(mxjob(replicas=TRAIN)))))
+    pod: dict[str, Any] = state(pods["mnist-worker-1"])
+    return pod
+
+
+def not_ready(pod: dict[str, Any], minutes: float) -> dict[str, Any]:
+    pod["status"].setdefault("conditions", []).append(
+        {
+            "type": "Ready",
+            "status": "False",
+            "lastTransitionTime": (T0 + timedelta(minutes=minutes)).isoformat(),
+        }
+    )
+    return pod
+
+
+@pytest.mark.parametrize(
+    ("pod", "ended_minutes"),
+    [
+        (worker(lambda p: terminated(p, 137, minutes=20)), 20),
+        # Without finishedAt: when it turned unready or was due to be killed, the later.
+        (worker(lambda p: not_ready(terminated(p, None, minutes=20), 21)), 21),
+        (worker(lambda p: terminating(not_ready(running(p), 21), minutes=22)), 22),
+        (worker(lambda p: terminated(p, None, minutes=20, started=3)), 3),
+    ],
+)
+def test_when_a_pod_ended(pod: dict[str, Any], ended_minutes: float) -> None:
+    observed = read_pod("mnist", pod)
+    assert observed is not None
+    assert observed.ended == T0 + timedelta(minutes=ended_minutes)
+
+
+@pytest.mark.parametrize(
+    ("seconds_after_deadline", "lost"),
+    [(-10, False), (0, False), (14, False), (15, True), (600, True)],
+)
+def test_a_terminating_pod_is_lost_15_s_past_its_grace_period(
+    seconds_after_deadline: int, lost: bool
+) -> None:
+    observed = read_pod("mnist", worker(lambda p: terminating(running(p), minutes=20)))
+    assert observed is not None
+    now = T0 + timedelta(minutes=20, seconds=seconds_after_deadline)
+    settled = observed.settled(now)
+    assert settled.lost is lost
+    assert settled.phase is (PodPhase.FAILED if lost else PodPhase.RUNNING)
+
+
+def test_a_finished_pod_is_never_lost() -> None:
+    pod = worker(lambda p: terminating(terminated(p, 0, minutes=20), minutes=20))
+    observed = read_pod("mnist", pod)
+    assert observed is not None
+    assert observed.settled(T0 + timedelta(days=1)).phase is PodPhase.SUCCEEDED
+
+
+@pytest.mark.parametrize(
+    ("pod", "blocked"),
+    [
+        (
+            worker(lambda p: waiting(p, "ImagePullBackOff", 'Back-off pulling image "x"')),
+            'ImagePullBackOff: Back-off pulling image "x"',
+        ),
+        (worker(lambda p: waiting(p, "ErrImageNeverPull", "")), "ErrImageNeverPull"),
+        (worker(lambda p: waiting(p, "ContainerCreating", "")), None),
+        (
+            worker(lambda p: unschedulable(p, "0/1 nodes are available.")),
+            "Unschedulable: 0/1 nodes are available.",
+        ),
+        (worker(lambda p: unschedulable(p, "x" * 500)), "Unschedulable: " + "x" * 199 + "…"),
+        (worker(running), None),
+        (worker(lambda p: disrupted(running(p))), None),
+    ],
+)
+def test_why_a_pod_cannot_start(pod: dict[str, Any], blocked: str | None) -> None:
+    observed = read_pod("mnist", pod)
+    assert observed is not None
+    assert observed.blocked == blocked
