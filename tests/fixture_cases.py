@@ -11,7 +11,7 @@ import copy
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from hooks.core.status import JobStatus
@@ -61,17 +61,6 @@ def case(build: Build) -> Build:
     name = build.__name__.replace("_", "-")
     CASES[name] = Case(name, reason_of(build), build)
     return build
-
-
-def case_at(now: datetime) -> Callable[[Build], Build]:
-    """Register a case synced at `now` instead of NOW."""
-
-    def register(build: Build) -> Build:
-        name = build.__name__.replace("_", "-")
-        CASES[name] = Case(name, reason_of(build), build, now)
-        return build
-
-    return register
 
 
 def request(
@@ -196,17 +185,32 @@ def exitcode_worker_killed_137() -> Json:
     return request(job, children)
 
 
-#: When the killed Worker of `exitcode_worker_killed_137` ended.
-KILLED_AT = NOW - timedelta(minutes=40)
+@case
+def rejoin_wait_cannot_run() -> Json:
+    """A Worker whose rejoin wait cannot run (no `sleep` in the image) fails the job at once.
+
+    Every replacement would fail the same way, so ExitCode does not retry it."""
+    job, children = _running(replicas=EXITCODE_WORKERS)
+    children = with_states(children, mnist_worker_1=_wait_not_found)
+    return request(job, children)
 
 
-@case_at(KILLED_AT + timedelta(seconds=2))
-def exitcode_worker_waits_to_rejoin() -> Json:
-    """Killed 2 s ago: no replacement yet, ps-lite would drop it; resync when it may come.
-
-    The Scheduler declares the dead Worker dead after its heartbeat timeout (2 s): the
-    replacement is listed at finishedAt + 2 s + 3 s margin."""
-    return exitcode_worker_killed_137()
+def _wait_not_found(pod: Json) -> Json:
+    failed = terminated(pod, None, minutes=2)
+    failed["status"]["initContainerStatuses"] = [
+        {
+            "name": "mxjob-rejoin-wait",
+            "state": {
+                "terminated": {
+                    "exitCode": 128,
+                    "reason": "StartError",
+                    "message": 'exec: "sleep": executable file not found in $PATH',
+                    "finishedAt": at(2),
+                }
+            },
+        }
+    ]
+    return failed
 
 
 @case

@@ -1,6 +1,6 @@
-"""Table tests for docs/restarts.md "Rejoining ps-lite" and "Lost nodes": how long a replaced
-Worker waits, which pods the kubelet may restart in place, what the hook reads of a pod's end,
-and when a terminating pod counts as lost."""
+"""Table tests for docs/restarts.md "Rejoining ps-lite" and "Lost nodes": how long a new Worker
+waits, which pods the kubelet may restart in place, a wait that could not run, why a pod cannot
+start, and when a terminating pod counts as lost."""
 
 from datetime import timedelta
 from typing import Any
@@ -81,7 +81,7 @@ def test_the_scheduler_heartbeat_timeout_is_the_one_in_force(
 @pytest.mark.parametrize(
     ("replicas", "mode", "rtype", "wait"),
     [
-        (TRAIN, "MXTrain", ReplicaType.WORKER, timedelta(seconds=2) + REJOIN_MARGIN),
+        (TRAIN, "MXTrain", ReplicaType.WORKER, 2 + REJOIN_MARGIN),
         # Scheduler and Server failures restart the whole job: a new Scheduler, no race.
         (TRAIN, "MXTrain", ReplicaType.SERVER, None),
         (TRAIN, "MXTrain", ReplicaType.SCHEDULER, None),
@@ -91,9 +91,31 @@ def test_the_scheduler_heartbeat_timeout_is_the_one_in_force(
     ],
 )
 def test_only_ps_lite_workers_wait_before_they_rejoin(
-    replicas: dict[str, Any], mode: str, rtype: ReplicaType, wait: timedelta | None
+    replicas: dict[str, Any], mode: str, rtype: ReplicaType, wait: int | None
 ) -> None:
     assert rejoin_wait(spec_of(replicas, mode), rtype) == wait
+
+
+def test_the_wait_runs_where_the_mxnet_container_may_run() -> None:
+    """Same image, pull policy and security settings (PodSecurity checks init containers too),
+    after the user's own init containers, nothing else of the mxnet container."""
+    secure = {"runAsNonRoot": True, "capabilities": {"drop": ["ALL"]}}
+    worker = replica(2, "ExitCode", image="registry.example/mx:1", securityContext=secure)
+    worker["template"]["spec"]["containers"][0]["imagePullPolicy"] = "Always"
+    worker["template"]["spec"]["initContainers"] = [{"name": "fetch", "image": "busybox"}]
+    pods = pods_by_name(run(request(mxjob(replicas={**TRAIN, "Worker": worker}))).children)
+    assert pods["mnist-worker-1"]["spec"]["initContainers"] == [
+        {"name": "fetch", "image": "busybox"},
+        {
+            "name": "mxjob-rejoin-wait",
+            "image": "registry.example/mx:1",
+            "imagePullPolicy": "Always",
+            "securityContext": secure,
+            "command": ["sleep", "5"],
+        },
+    ]
+    assert "initContainers" not in pods["mnist-server-0"]["spec"]
+    assert "initContainers" not in pods["mnist-scheduler-0"]["spec"]
 
 
 @pytest.mark.parametrize(
@@ -119,33 +141,6 @@ def worker(state: Any = running) -> dict[str, Any]:
     return pod
 
 
-def not_ready(pod: dict[str, Any], minutes: float) -> dict[str, Any]:
-    pod["status"].setdefault("conditions", []).append(
-        {
-            "type": "Ready",
-            "status": "False",
-            "lastTransitionTime": (T0 + timedelta(minutes=minutes)).isoformat(),
-        }
-    )
-    return pod
-
-
-@pytest.mark.parametrize(
-    ("pod", "ended_minutes"),
-    [
-        (worker(lambda p: terminated(p, 137, minutes=20)), 20),
-        # Without finishedAt: when it turned unready or was due to be killed, the later.
-        (worker(lambda p: not_ready(terminated(p, None, minutes=20), 21)), 21),
-        (worker(lambda p: terminating(not_ready(running(p), 21), minutes=22)), 22),
-        (worker(lambda p: terminated(p, None, minutes=20, started=3)), 3),
-    ],
-)
-def test_when_a_pod_ended(pod: dict[str, Any], ended_minutes: float) -> None:
-    observed = read_pod("mnist", pod)
-    assert observed is not None
-    assert observed.ended == T0 + timedelta(minutes=ended_minutes)
-
-
 @pytest.mark.parametrize(
     ("seconds_after_deadline", "lost"),
     [(-10, False), (0, False), (14, False), (15, True), (600, True)],
@@ -168,6 +163,44 @@ def test_a_finished_pod_is_never_lost() -> None:
     assert observed.settled(T0 + timedelta(days=1)).phase is PodPhase.SUCCEEDED
 
 
+def with_wait(pod: dict[str, Any], state: dict[str, Any]) -> dict[str, Any]:
+    """The pod with its rejoin wait in `state`."""
+    pod["status"]["initContainerStatuses"] = [{"name": "mxjob-rejoin-wait", "state": state}]
+    return pod
+
+
+@pytest.mark.parametrize(
+    ("pod", "failed"),
+    [
+        (
+            worker(
+                lambda p: with_wait(
+                    terminated(p, None),
+                    {
+                        "terminated": {
+                            "exitCode": 128,
+                            "reason": "StartError",
+                            "message": 'exec: "sleep": executable file not found in $PATH',
+                        }
+                    },
+                )
+            ),
+            'StartError: exec: "sleep": executable file not found in $PATH',
+        ),
+        (
+            worker(lambda p: with_wait(terminated(p, None), {"terminated": {"exitCode": 2}})),
+            "exit code 2",
+        ),
+        (worker(lambda p: with_wait(running(p), {"terminated": {"exitCode": 0}})), None),
+        (worker(running), None),
+    ],
+)
+def test_a_rejoin_wait_that_could_not_run(pod: dict[str, Any], failed: str | None) -> None:
+    observed = read_pod("mnist", pod)
+    assert observed is not None
+    assert observed.wait_failed == failed
+
+
 @pytest.mark.parametrize(
     ("pod", "blocked"),
     [
@@ -176,6 +209,16 @@ def test_a_finished_pod_is_never_lost() -> None:
             'ImagePullBackOff: Back-off pulling image "x"',
         ),
         (worker(lambda p: waiting(p, "ErrImageNeverPull", "")), "ErrImageNeverPull"),
+        # The wait runs the same image first: an image that cannot be pulled shows there.
+        (
+            worker(
+                lambda p: with_wait(
+                    waiting(p, "PodInitializing", ""),
+                    {"waiting": {"reason": "ErrImagePull", "message": "not found"}},
+                )
+            ),
+            "ErrImagePull: not found",
+        ),
         (worker(lambda p: waiting(p, "ContainerCreating", "")), None),
         (
             worker(lambda p: unschedulable(p, "0/1 nodes are available.")),

@@ -13,6 +13,7 @@ from typing import Any
 from hooks.core.api import ANNOTATION_RESTARTS, ANNOTATION_RUN, MXNET_CONTAINER, ConditionStatus
 from hooks.core.fields import dig, dig_dict, dig_int, dig_list
 from hooks.core.naming import Slot, parse_pod_name
+from hooks.core.rejoin import WAIT_CONTAINER
 from hooks.core.timestamps import latest, parse_time
 
 
@@ -69,10 +70,10 @@ class ObservedPod:
     disrupted: bool = False
     #: `metadata.deletionTimestamp`: the moment the kubelet kills the pod if it has not ended.
     deadline: datetime | None = None
-    #: When the pod's Ready condition last turned False.
-    not_ready: datetime | None = None
     #: Why the pod cannot start (`ImagePullBackOff: …`, `Unschedulable: …`), while it waits.
     blocked: str | None = None
+    #: How the rejoin wait failed (`sleep` missing from the image…): the pod can never run.
+    wait_failed: str | None = None
     #: Still observed LOST_AFTER past its deletionTimestamp: its node does not answer.
     lost: bool = False
 
@@ -85,14 +86,6 @@ class ObservedPod:
     def last_event(self) -> datetime | None:
         """The latest moment this pod shows: finish, start or creation."""
         return latest(self.finished, self.started, self.created)
-
-    @property
-    def ended(self) -> datetime | None:
-        """When the pod's process had ended at the latest, as far as the pod tells: the mxnet
-        container's finishedAt; else when the pod turned unready or was due to be killed."""
-        if self.finished is not None:
-            return self.finished
-        return latest(self.not_ready, self.deadline, self.last_event)
 
     def settled(self, now: datetime) -> "ObservedPod":
         """The pod as the hook treats it at `now`: one still observed LOST_AFTER past its
@@ -120,6 +113,7 @@ def read_pod(job: str, pod: dict[str, Any]) -> ObservedPod | None:
         return None
     slot, attempt = parsed
     statuses = [s for s in dig_list(pod, "status", "containerStatuses") if isinstance(s, dict)]
+    inits = [s for s in dig_list(pod, "status", "initContainerStatuses") if isinstance(s, dict)]
     mxnet = next((s for s in statuses if s.get("name") == MXNET_CONTAINER), {})
     terminated = dig_dict(mxnet, "state", "terminated")
     raw_phase = dig(pod, "status", "phase")
@@ -143,10 +137,8 @@ def read_pod(job: str, pod: dict[str, Any]) -> ObservedPod | None:
         run=_count(dig(pod, "metadata", "annotations", ANNOTATION_RUN)),
         disrupted=_condition(conditions, DISRUPTION, ConditionStatus.TRUE) is not None,
         deadline=parse_time(dig(pod, "metadata", "deletionTimestamp")),
-        not_ready=parse_time(
-            dig(_condition(conditions, "Ready", ConditionStatus.FALSE), "lastTransitionTime")
-        ),
-        blocked=_blocked(statuses, conditions) if phase is PodPhase.PENDING else None,
+        blocked=_blocked([*inits, *statuses], conditions) if phase is PodPhase.PENDING else None,
+        wait_failed=_wait_failed(inits),
     )
 
 
@@ -167,6 +159,17 @@ def _blocked(statuses: list[dict[str, Any]], conditions: list[dict[str, Any]]) -
     if unscheduled is not None and unscheduled.get("reason") == "Unschedulable":
         return _quoted("Unschedulable", unscheduled.get("message"))
     return None
+
+
+def _wait_failed(inits: list[dict[str, Any]]) -> str | None:
+    """How the rejoin wait ended, if it failed."""
+    wait = next((s for s in inits if s.get("name") == WAIT_CONTAINER), {})
+    terminated = dig_dict(wait, "state", "terminated")
+    code = dig_int(terminated, "exitCode")
+    if not code:
+        return None
+    reason = _text(terminated.get("reason")) or f"exit code {code}"
+    return _quoted(reason, terminated.get("message"))
 
 
 def _quoted(reason: str, message: object) -> str:

@@ -137,7 +137,7 @@ def _restarting_replicas(facts: _Facts) -> Outcome | None:
         ctype=ConditionType.RESTARTING,
         reason=Reason.RESTARTING,
         message=f"MXJob {facts.job.name} is restarting: "
-        f"{replica_words(first.slot, first.current)} {_restart_words(first, facts.now)}{more}.",
+        f"{replica_words(first.slot, first.current)} {_restart_words(first)}{more}.",
         time=latest(*(p.current.last_event for p in restarting if p.current is not None)),
     )
 
@@ -207,15 +207,9 @@ def deciding_types(job: Job) -> tuple[ReplicaType, ...]:
     return (ReplicaType.WORKER,)
 
 
-def _restart_words(plan: SlotPlan, now: datetime) -> str:
+def _restart_words(plan: SlotPlan) -> str:
     if plan.create_attempt and plan.current is not None:
-        ended = describe_exit(plan.current)
-        if plan.create_after is None or plan.creates(now):
-            return f"{ended}; starting attempt {plan.create_attempt}"
-        return (
-            f"{ended}; attempt {plan.create_attempt} starts at {format_time(plan.create_after)},"
-            " once ps-lite has declared the old process dead"
-        )
+        return f"{describe_exit(plan.current)}; starting attempt {plan.create_attempt}"
     failed = plan.keep[0] if len(plan.keep) > 1 else None
     if failed is None:
         return "is starting again"

@@ -14,7 +14,7 @@ from hooks.core.gang import (
 from hooks.core.job import Job
 from hooks.core.labels import slot_labels
 from hooks.core.naming import Slot
-from hooks.core.rejoin import pod_restart_policy
+from hooks.core.rejoin import pod_restart_policy, wait_container
 
 
 def desired_pod(
@@ -43,6 +43,9 @@ def desired_pod(
             for container in template["spec"]["containers"]
         ],
     }
+    wait = wait_container(job.spec, slot.rtype)
+    if wait is not None:
+        spec["initContainers"] = [*template["spec"].get("initContainers", []), wait]
     if job.gang is Gang.VOLCANO:
         spec["schedulerName"] = VOLCANO_SCHEDULER
         annotations[VOLCANO_GROUP_ANNOTATION] = job.name

@@ -1,34 +1,42 @@
-"""When a replaced Worker may start (docs/restarts.md, "Rejoining ps-lite").
+"""How a Worker of a ps-lite job comes back without being dropped (docs/restarts.md,
+"Rejoining ps-lite").
 
 ps-lite's Scheduler gives a Worker that registers after the job has started the place of a
 Worker it has declared dead, and drops it silently when none is dead yet; the dropped process
 waits for ever and so does the job. The Scheduler declares a Worker dead once `timeout` whole
 seconds of its clock (`time(NULL)`) have passed since that Worker's last heartbeat, strictly.
-So the hook lists a replacement only at `ended + timeout + REJOIN_MARGIN`: `ended` is the
-moment the kubelet saw the old process end, which is no earlier than its last heartbeat, and
-the margin covers the second the kubelet truncates from `finishedAt`, ps-lite's strict
-whole-second comparison, and a second of clock difference between nodes. The replacement
-process registers later still, however fast the cluster starts it.
 
-In jobs that go through ps-lite (MXTrain with a Scheduler) the kubelet never restarts a
-container in place, which would be the fastest restart of all: every pod gets
-`restartPolicy: Never` and the hook carries out `OnFailure` and `Always` by (delayed)
-replacement.
+So every Worker pod of such a job starts with an init container that sleeps `timeout + 3` s:
+the pod is made only after the hook has seen its predecessor end (or be gone from the API,
+which the kubelet allows only once the process has ended), so its process registers at least
+that long after the predecessor's last heartbeat, however fast the cluster. The 3 s cover
+ps-lite's strict whole-second comparison, a second of clock difference between nodes, and a
+second to spare. A wait in the pod holds where a wait in the hook could not: a deleted pod is
+gone from the API about a second after it ends, and with it any trace of when it ended.
+
+The kubelet never restarts a container of such a job in place (that skips init containers and
+is the fastest restart of all): every pod gets `restartPolicy: Never` and the hook carries out
+`OnFailure` and `Always` by replacement.
 """
 
-from datetime import datetime, timedelta
+from typing import Any
 
 from hooks.core.api import JobMode, ReplicaType, RestartPolicy
 from hooks.core.spec import JobSpec, mxnet_container
 
-#: What ps-lite needs beyond the heartbeat timeout (see the module docstring).
-REJOIN_MARGIN = timedelta(seconds=3)
+#: What ps-lite needs beyond the heartbeat timeout (see the module docstring), seconds.
+REJOIN_MARGIN = 3
 #: The timeout the hook gives when the template does not set one (docs/environment.md).
 DEFAULT_TIMEOUT = 2
 #: The timeout assumed when the template sets one the hook cannot read (`valueFrom`, not an
 #: integer): long enough for any sensible setting.
 UNREADABLE_TIMEOUT = 60
 TIMEOUT_VAR = "PS_HEARTBEAT_TIMEOUT"
+#: The init container that holds a Worker back until ps-lite can take it.
+WAIT_CONTAINER = "mxjob-rejoin-wait"
+#: Fields of the mxnet container the wait copies, so it runs wherever that container may
+#: (the same image, pull policy and security settings: PodSecurity admission checks them all).
+_COPIED = ("image", "imagePullPolicy", "securityContext")
 
 
 def through_ps_lite(spec: JobSpec) -> bool:
@@ -55,19 +63,19 @@ def heartbeat_timeout(spec: JobSpec) -> int:
     return DEFAULT_TIMEOUT
 
 
-def rejoin_wait(spec: JobSpec, rtype: ReplicaType) -> timedelta | None:
-    """How long after its predecessor ended a replacement of this type may be listed; None
-    where no wait is needed (no ps-lite, or a type whose failure restarts the whole job)."""
+def rejoin_wait(spec: JobSpec, rtype: ReplicaType) -> int | None:
+    """Seconds a new pod of this type waits before its process starts; None where no wait is
+    needed (no ps-lite, or a type whose failure restarts the whole job with a new Scheduler)."""
     if not through_ps_lite(spec) or rtype is not ReplicaType.WORKER:
         return None
-    return timedelta(seconds=heartbeat_timeout(spec)) + REJOIN_MARGIN
+    return heartbeat_timeout(spec) + REJOIN_MARGIN
 
 
-def rejoin_at(ended: datetime | None, wait: timedelta | None) -> datetime | None:
-    """The moment a replacement may be listed, or None for at once."""
-    if ended is None or wait is None:
+def wait_container(spec: JobSpec, rtype: ReplicaType) -> dict[str, Any] | None:
+    """The init container of a pod of this type, or None."""
+    seconds = rejoin_wait(spec, rtype)
+    if seconds is None:
         return None
-    try:
-        return ended + wait
-    except OverflowError:  # an end near year 9999: never
-        return datetime.max.replace(tzinfo=ended.tzinfo)
+    mxnet = mxnet_container(spec.replicas[rtype].template)
+    copied = {key: mxnet[key] for key in _COPIED if key in mxnet}
+    return {"name": WAIT_CONTAINER, **copied, "command": ["sleep", str(seconds)]}

@@ -7,13 +7,11 @@ job's fault, as Kubernetes Jobs users get with podFailurePolicy `Ignore` on Disr
 """
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta
 from enum import Enum
 
 from hooks.core.api import RestartPolicy
 from hooks.core.naming import MAX_ATTEMPT, Slot
 from hooks.core.observed import ObservedPod, PodPhase
-from hooks.core.rejoin import rejoin_at
 
 SIGKILL_EXIT = 137
 #: SIGINT, SIGKILL, SIGTERM, and 138 which users raise to ask for a retry.
@@ -60,8 +58,9 @@ def exit_is_retryable(exit_code: int | None) -> bool:
 
 
 def on_failure(policy: RestartPolicy, pod: ObservedPod) -> Retry:
-    """Never fails the job; ExitCode judges the mxnet exit code; Always/OnFailure replace."""
-    if policy is RestartPolicy.NEVER:
+    """Never fails the job; ExitCode judges the mxnet exit code; Always/OnFailure replace. A
+    rejoin wait that could not run would fail the same way in every replacement: fatal."""
+    if policy is RestartPolicy.NEVER or pod.wait_failed is not None:
         return Retry.FATAL
     if policy is RestartPolicy.EXIT_CODE and not is_retryable(pod):
         return Retry.FATAL
@@ -78,6 +77,11 @@ def describe_exit(pod: ObservedPod) -> str:
     """Words for how a pod ended, for condition messages: what the kubelet and the cluster
     said of it (exit code, its meaning, the termination reason, a deletion, a lost node)."""
     why = f" ({pod.reason})" if pod.reason else ""
+    if pod.wait_failed is not None:
+        return (
+            f"could not run its rejoin wait (`sleep` in the mxnet container's image):"
+            f" {pod.wait_failed}"
+        )
     if pod.lost:
         cost = ", not counted toward backoffLimit" if pod.disrupted else ""
         return f"was lost with its node (still Terminating past its grace period){why}{cost}"
@@ -126,14 +130,6 @@ class SlotPlan:
     run: int = 0
     #: The slot's restarts so far, without the replacement this plan asks for.
     counted: int = 0
-    #: The attempt to create is listed only from this moment on (docs/restarts.md).
-    create_after: datetime | None = None
-
-    def creates(self, now: datetime) -> bool:
-        """Whether the pod of `create_attempt` is listed at `now`."""
-        return self.create_attempt is not None and (
-            self.create_after is None or now >= self.create_after
-        )
 
     @property
     def restarting(self) -> bool:
@@ -148,14 +144,9 @@ class SlotPlan:
 
 
 def plan_slot(
-    slot: Slot,
-    policy: RestartPolicy,
-    attempts: list[ObservedPod],
-    start: RunStart,
-    rejoin: timedelta | None = None,
+    slot: Slot, policy: RestartPolicy, attempts: list[ObservedPod], start: RunStart
 ) -> SlotPlan:
-    """Decide one slot from its observed attempts of the current run (oldest first); a
-    replacement is listed `rejoin` after its predecessor ended, when that is given.
+    """Decide one slot from its observed attempts of the current run (oldest first).
 
     The newest failed attempt stays listed beside its replacement until that replacement fails
     in turn: the attempt count survives the loss of the replacement, `kubectl logs` still shows
@@ -204,5 +195,4 @@ def plan_slot(
         restarts=after,
         run=start.run,
         counted=so_far,
-        create_after=rejoin_at(current.ended, rejoin),
     )

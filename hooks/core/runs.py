@@ -28,7 +28,6 @@ from hooks.core.job import Job
 from hooks.core.labels import job_labels
 from hooks.core.naming import Slot, run_from_record_name, run_record_name
 from hooks.core.observed import ObservedPod, PodPhase
-from hooks.core.rejoin import rejoin_wait
 from hooks.core.restarts import (
     RunStart,
     SlotPlan,
@@ -269,6 +268,16 @@ class RunPlan:
     restart: RunRecord | None
     step: Step
 
+    @property
+    def old_alive(self) -> bool:
+        return _alive(self.old)
+
+
+def _alive(old: list[ObservedPod]) -> bool:
+    """Whether a pod of an older run may still run: one lost with its node does not count
+    (docs/restarts.md, "Lost nodes")."""
+    return any(not p.lost for p in old)
+
 
 def plan_run(
     job: Job, observed: dict[Slot, list[ObservedPod]], record: RunRecord | None, now: datetime
@@ -280,22 +289,22 @@ def plan_run(
     pods = {slot: [p.settled(now) for p in attempts] for slot, attempts in observed.items()}
     run = current_run(record, pods)
     slots = job.slots()
-    old = [p for slot in slots for p in pods.get(slot, []) if p.run < run and not p.lost]
+    old = [p for slot in slots for p in pods.get(slot, []) if p.run < run]
+    alive = _alive(old)
     plans = [
         plan_slot(
             slot,
             job.spec.replicas[slot.rtype].restart_policy,
             [p for p in pods.get(slot, []) if p.run == run],
             _run_start(record, run, pods, slot),
-            rejoin_wait(job.spec, slot.rtype),
         )
         for slot in slots
     ]
-    fresh = None if old else decide_restart(job, run, plans)
+    fresh = None if alive else decide_restart(job, run, plans)
     if fresh is not None:
         return RunPlan(
             plans=_held(plans, fresh), old=old, fresh=fresh, restart=fresh, step=Step.RECORDING
         )
-    restart = record if _in_progress(record, run, plans, bool(old)) else None
-    step = Step.DELETING if old else Step.CREATING
+    restart = record if _in_progress(record, run, plans, alive) else None
+    step = Step.DELETING if alive else Step.CREATING
     return RunPlan(plans=plans, old=old, fresh=None, restart=restart, step=step)

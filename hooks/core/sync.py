@@ -5,8 +5,7 @@ docs/run-policy.md).
     decide the job's outcome → list the children → build the status
 
 `now` is a parameter; it is read only to compare with moments the children and the spec give:
-the activeDeadlineSeconds, when a replaced Worker may rejoin ps-lite, when a pod is lost with its
-node. The status never holds it.
+the activeDeadlineSeconds, and when a pod is lost with its node. The status never holds it.
 """
 
 import math
@@ -146,8 +145,8 @@ def _active(job: Job, request: SyncRequest, now: datetime) -> SyncResponse:
         kept = [c for c in retention.keep_all(request) if not _is_result(job, c)]
         listed = [*kept, desired_result(job, new_status), desired_config(job)]
         return SyncResponse(new_status, _unique(listed))
-    creating = runs.may_create_run(previous, plan.restart, bool(plan.old))
-    listed = _active_children(job, request, plan.plans, creating, now)
+    creating = runs.may_create_run(previous, plan.restart, plan.old_alive)
+    listed = _active_children(job, request, plan.plans, creating)
     if plan.fresh is not None:
         listed.append(runs.record_config_map(job, plan.fresh))
     elif record_child is not None:
@@ -165,10 +164,9 @@ def _resync(
     now: datetime,
 ) -> float | None:
     """Seconds until the next moment this job's answer changes with the clock alone: its
-    deadline, a replacement's rejoin moment, a terminating pod counting as lost."""
+    deadline, or a terminating pod counting as lost."""
     moments = [
         deadline_at(job, start),
-        *(p.create_after for p in plan.plans if p.create_attempt is not None),
         *(lost_at(p) for attempts in pods.values() for p in attempts),
     ]
     ahead = [m for m in moments if m is not None and m > now]
@@ -183,7 +181,7 @@ def _pod_as_listed(job: Job, pod: ObservedPod) -> dict[str, Any]:
 
 
 def _active_children(
-    job: Job, request: SyncRequest, plans: list[SlotPlan], creating: bool, now: datetime
+    job: Job, request: SyncRequest, plans: list[SlotPlan], creating: bool
 ) -> list[dict[str, Any]]:
     """Pods kept or created per slot (created only when `creating`), a Service per slot, the
     ConfigMap, the PodGroup."""
@@ -195,7 +193,7 @@ def _active_children(
     admit = creating and gang.admits_new_pods(job.gang, observed_group)
     for plan in plans:
         result.extend(_pod_as_listed(job, p) for p in plan.keep)
-        if plan.create_attempt is not None and admit and plan.creates(now):
+        if plan.create_attempt is not None and admit:
             slot_pod = desired_pod(
                 job, plan.slot, plan.create_attempt, plan.create_restarts_before, plan.run
             )
