@@ -53,6 +53,9 @@ class _Status(TypedDict, total=False):
     startTime: Any
     conditions: Any
     containerStatuses: list[_ContainerStatus]
+    # The rejoin wait of ps-lite Workers (hooks/core/rejoin.py) and the user's init containers:
+    # why a pod cannot start, and a wait that could not run.
+    initContainerStatuses: list[_ContainerStatus]
 
 
 class _Child(TypedDict, total=False):

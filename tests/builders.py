@@ -24,6 +24,8 @@ from testsupport.observed import (
     running,
     terminated,
     terminating,
+    unschedulable,
+    waiting,
 )
 
 __all__ = [
@@ -46,4 +48,6 @@ __all__ = [
     "template",
     "terminated",
     "terminating",
+    "unschedulable",
+    "waiting",
 ]

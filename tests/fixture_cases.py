@@ -30,6 +30,8 @@ from tests.builders import (
     running,
     terminated,
     terminating,
+    unschedulable,
+    waiting,
 )
 
 Json = dict[str, Any]
@@ -181,6 +183,61 @@ def exitcode_worker_killed_137() -> Json:
     """ExitCode policy, a Worker killed (137): a replacement pod `-r1`, Restarting=True."""
     job, children = _running(replicas=EXITCODE_WORKERS)
     children = with_states(children, mnist_worker_1=lambda p: terminated(p, 137, minutes=20))
+    return request(job, children)
+
+
+@case
+def rejoin_wait_cannot_run() -> Json:
+    """A Worker whose rejoin wait cannot run (no `sleep` in the image) fails the job at once.
+
+    Every replacement would fail the same way, so ExitCode does not retry it."""
+    job, children = _running(replicas=EXITCODE_WORKERS)
+    children = with_states(children, mnist_worker_1=_wait_not_found)
+    return request(job, children)
+
+
+def _wait_not_found(pod: Json) -> Json:
+    failed = terminated(pod, None, minutes=2)
+    failed["status"]["initContainerStatuses"] = [
+        {
+            "name": "mxjob-rejoin-wait",
+            "state": {
+                "terminated": {
+                    "exitCode": 128,
+                    "reason": "StartError",
+                    "message": 'exec: "sleep": executable file not found in $PATH',
+                    "finishedAt": at(2),
+                }
+            },
+        }
+    ]
+    return failed
+
+
+@case
+def oom_killed_worker_replaced() -> Json:
+    """ExitCode, a Worker OOM-killed (137, reason OOMKilled): replaced, the message says why."""
+    job, children = _running(replicas=EXITCODE_WORKERS)
+    children = with_states(
+        children, mnist_worker_1=lambda p: _oom_killed(terminated(p, 137, minutes=20))
+    )
+    return request(job, children)
+
+
+def _oom_killed(pod: Json) -> Json:
+    pod["status"]["containerStatuses"][0]["state"]["terminated"]["reason"] = "OOMKilled"
+    return pod
+
+
+@case
+def onfailure_worker_replaced_by_the_hook() -> Json:
+    """OnFailure in a ps-lite job: pods are restartPolicy Never, the hook replaces the Worker.
+
+    The kubelet would restart the Worker that exited 1 at once, inside ps-lite's race; the hook
+    replaces it after the rejoin wait."""
+    replicas = {**SMALL, "Worker": replica(2, "OnFailure")}
+    job, children = _running(replicas=replicas)
+    children = with_states(children, mnist_worker_0=lambda p: terminated(p, 1, minutes=20))
     return request(job, children)
 
 
@@ -358,10 +415,60 @@ def hook_v1_request() -> Json:
 
 @case
 def terminating_pods() -> Json:
-    """A deleted, still-terminating Worker is neither active nor re-created under its name."""
+    """A deleted, still-terminating Worker is neither active nor re-created under its name.
+
+    Its grace period ends now: the answer asks to be called back when it would count as lost."""
     job, children = _running(replicas=SMALL)
-    children = with_states(children, mnist_worker_1=terminating)
+    children = with_states(children, mnist_worker_1=lambda p: terminating(p, minutes=60))
     return request(job, children)
+
+
+@case
+def worker_lost_with_node() -> Json:
+    """A Worker still Terminating 15 s past its grace period is lost with its node: replaced.
+
+    The taint-eviction controller marked it DisruptionTarget, so the restart is not counted;
+    the replacement gets the next attempt name, beside the pod that never goes away."""
+    job, children = _running(replicas=EXITCODE_WORKERS, run_policy={"backoffLimit": 0})
+    children = with_states(
+        children,
+        mnist_worker_1=lambda p: terminating(
+            disrupted(p, reason="DeletionByTaintManager"), minutes=30
+        ),
+    )
+    return request(job, children)
+
+
+@case
+def never_worker_deleted() -> Json:
+    """Never policy, a Worker removed with `kubectl delete pod`: Failed, saying it was deleted.
+
+    The kubelet's 137 and reason Error alone would suggest it ran out of memory."""
+    job, children = _running(replicas=SMALL)
+    children = with_states(
+        children, mnist_worker_1=lambda p: terminating(terminated(p, 137, minutes=20), 20.5)
+    )
+    return request(job, children)
+
+
+@case
+def worker_image_pull_backoff() -> Json:
+    """A Worker whose image cannot be pulled: the Running message names it and the reason."""
+    job, children = _running(replicas=SMALL)
+    message = 'Back-off pulling image "mxjob/mxnet:gpu-typo"'
+    children = with_states(
+        children, mnist_worker_1=lambda p: waiting(p, "ImagePullBackOff", message)
+    )
+    return request(job, children)
+
+
+@case
+def unschedulable_job() -> Json:
+    """No pod fits a node: Created, its message naming a replica and the scheduler's words."""
+    job = mxjob(replicas=SMALL)
+    message = "0/3 nodes are available: 3 Insufficient nvidia.com/gpu."
+    children = all_pods(first_cluster(job), lambda p: unschedulable(p, message))
+    return request(mxjob(replicas=SMALL, status=status_after(job, children)), children)
 
 
 @case
@@ -583,6 +690,17 @@ def whole_job_deletes_the_run() -> Json:
 @case
 def whole_job_old_pods_terminating() -> Json:
     """Run 0's pods still terminate (deletionTimestamp): still no pod of run 1."""
+    job, children = _recorded(stale=False)
+    children = [terminating(c, minutes=60) if c["kind"] == "Pod" else c for c in children]
+    children = [c for c in children if c["metadata"]["name"] != "mnist-server-0"]
+    return request(job, children)
+
+
+@case
+def whole_job_old_pods_lost() -> Json:
+    """Run 0's pods Terminating 15 s past their grace period are lost: the restart goes on.
+
+    Run 1's processes meet only at run 1's Scheduler, so the lost ones cannot disturb it."""
     job, children = _recorded(stale=False)
     children = [terminating(c, minutes=22) if c["kind"] == "Pod" else c for c in children]
     children = [c for c in children if c["metadata"]["name"] != "mnist-server-0"]

@@ -156,7 +156,7 @@ def test_a_child_is_echoed_with_the_kind_of_its_group() -> None:
     }
 
 
-# --- too deep to answer: 422 naming the part, nothing deleted -------------------------------
+# --- too deep: echoed, refused (422 naming the part) or rebuilt; nothing deleted ----------
 
 
 def test_an_observed_child_deeper_than_the_spec_limit_is_echoed_unchanged() -> None:
@@ -184,12 +184,30 @@ def test_an_observed_child_too_deep_to_echo_is_refused() -> None:
     assert "spec.nodeSelector.deep" in answer["message"]
 
 
-def test_a_parent_status_too_deep_is_refused() -> None:
+@pytest.mark.parametrize(
+    ("stray", "depth"),
+    [
+        ({"replicaStatuses": {"Worker": DEEP}}, 1000),
+        ({"replicaStatuses": {"Worker": DEEP}}, MAX_DEPTH + 1),
+        ({"conditions": "Running", "replicaStatuses": [], "startTime": 5}, 0),
+        ({"conditions": [{"type": 7}, None, {"type": "Running", "status": True}]}, 0),
+        ({"completionTime": {"at": "now"}, "startTime": "yesterday"}, 0),
+    ],
+    ids=["nested-1000", "nested-past-limit", "wrong-types", "bad-conditions", "bad-times"],
+)
+def test_a_parent_status_the_hook_cannot_read_is_rebuilt_from_the_children(
+    stray: Json, depth: int
+) -> None:
+    """A stray status write must not wedge a job: it is treated like a stale cache, and the
+    answer is the one a job with no status gets (the running pods kept, Running shown)."""
     job = worker_job()
-    job["status"] = {"replicaStatuses": {"Worker": DEEP}}
-    status, answer = post(request(job, running_cluster(job)), 1000)
-    assert (status, answer["error"]) == (422, "not_a_sync_request")
-    assert "parent.status.replicaStatuses.Worker" in answer["message"]
+    expected_status, expected = post(request(job, running_cluster(job)))
+    job["status"] = stray
+    status, answer = post(request(job, running_cluster(job)), depth)
+    assert (status, expected_status) == (200, 200)
+    assert answer["children"] == expected["children"]
+    assert answer["status"]["conditions"] == expected["status"]["conditions"]
+    assert answer["status"]["conditions"][-1]["type"] == "Running"
 
 
 # --- a job past its deadline: the re-sync only deletes (golden: deadline-exceeded-config-gone)

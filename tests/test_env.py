@@ -37,7 +37,7 @@ def environments(job: dict[str, Any]) -> dict[str, dict[str, str]]:
     children = run(request(job)).children
     config_maps = {c["metadata"]["name"]: c for c in children if c["kind"] == "ConfigMap"}
     return {
-        c["metadata"]["name"]: resolve(c["spec"]["containers"][0], config_maps)
+        c["metadata"]["name"]: resolve(c, c["spec"]["containers"][0], config_maps)
         for c in children
         if c["kind"] == "Pod"
     }
@@ -59,6 +59,8 @@ def test_seed_job_environment_matches_spec_exactly() -> None:
             "MXJOB_LABELS": SEED_LABELS,
             "MX_CONFIG": f'{{"cluster":{SEED_CLUSTER},"labels":{SEED_LABELS},'
             f'"task":{{"type":"{role}","index":0}}}}',
+            "MXJOB_RUN": "0",
+            "MXJOB_ATTEMPT": "0",
         }
 
     assert environments(seed_job()) == {

@@ -109,6 +109,36 @@ def disrupted(pod: dict[str, Any], reason: str = "PreemptionByScheduler") -> dic
     return obj
 
 
+def waiting(pod: dict[str, Any], reason: str, message: str) -> dict[str, Any]:
+    """A scheduled pod whose mxnet container the kubelet cannot start (image pull, config)."""
+    obj = copy.deepcopy(pod)
+    state = {"waiting": {"reason": reason, "message": message}}
+    obj["status"] = {
+        "phase": "Pending",
+        "conditions": [{"type": "PodScheduled", "status": "True"}],
+        "containerStatuses": [_container_status("mxnet", state)],
+    }
+    return obj
+
+
+def unschedulable(pod: dict[str, Any], message: str) -> dict[str, Any]:
+    """A pod the scheduler finds no node for."""
+    obj = copy.deepcopy(pod)
+    obj["status"] = {
+        "phase": "Pending",
+        "conditions": [
+            {
+                "type": "PodScheduled",
+                "status": "False",
+                "reason": "Unschedulable",
+                "message": message,
+                "lastTransitionTime": at(0.5),
+            }
+        ],
+    }
+    return obj
+
+
 def terminating(child: dict[str, Any], minutes: float = 20) -> dict[str, Any]:
     obj = copy.deepcopy(child)
     obj["metadata"]["deletionTimestamp"] = at(minutes)

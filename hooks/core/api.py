@@ -111,6 +111,8 @@ class Reason(StrEnum):
 
 
 TERMINAL = (ConditionType.SUCCEEDED, ConditionType.FAILED)
+#: Pod condition set when the cluster takes a pod away: preemption, drain, taint, node shutdown.
+DISRUPTION = "DisruptionTarget"
 
 LABEL_PREFIX = "training.kubeflow.org/"
 LABEL_JOB_NAME = LABEL_PREFIX + "job-name"
@@ -122,3 +124,5 @@ LABEL_JOB_ROLE = LABEL_PREFIX + "job-role"
 ANNOTATION_RESTARTS = "mxjob.kubeflow.org/restarts-before"
 #: The run a pod belongs to: 0 at first, one more after each whole-job restart (docs/restarts.md).
 ANNOTATION_RUN = "mxjob.kubeflow.org/run"
+#: The attempt of its replica a pod is: 0 at first, N for `-rN` (docs/restarts.md).
+ANNOTATION_ATTEMPT = "mxjob.kubeflow.org/attempt"

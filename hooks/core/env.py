@@ -12,12 +12,21 @@ struct order (`url` before `port`, `type` before `index`), byte-compatible with 
 import json
 from typing import Any
 
-from hooks.core.api import TUNER_SERVER_KEY, JobMode, ReplicaType
+from hooks.core.api import (
+    ANNOTATION_ATTEMPT,
+    ANNOTATION_RUN,
+    TUNER_SERVER_KEY,
+    JobMode,
+    ReplicaType,
+)
 from hooks.core.naming import Slot, config_map_name
 from hooks.core.spec import JobSpec
 
 CLUSTER_VAR = "MXJOB_CLUSTER"
 LABELS_VAR = "MXJOB_LABELS"
+#: The job's run (whole-job restarts so far) and the replica's attempt, for resuming scripts.
+RUN_VAR = "MXJOB_RUN"
+ATTEMPT_VAR = "MXJOB_ATTEMPT"
 CLUSTER_KEY = "cluster"
 LABELS_KEY = "labels"
 #: ps-lite heartbeats, seconds (docs/environment.md). Without them a replaced Worker never
@@ -66,6 +75,11 @@ def _var(name: str, value: str) -> dict[str, Any]:
     return {"name": name, "value": value} if value else {"name": name}
 
 
+def _from_annotation(name: str, annotation: str) -> dict[str, Any]:
+    path = f"metadata.annotations['{annotation}']"
+    return {"name": name, "valueFrom": {"fieldRef": {"fieldPath": path}}}
+
+
 def _from_config_map(name: str, config_map: str, key: str) -> dict[str, Any]:
     return {"name": name, "valueFrom": {"configMapKeyRef": {"name": config_map, "key": key}}}
 
@@ -91,6 +105,10 @@ def injected_env(job: str, spec: JobSpec, slot: Slot) -> list[dict[str, Any]]:
             "MX_CONFIG",
             f'{{"cluster":$({CLUSTER_VAR}),"labels":$({LABELS_VAR}),"task":{task_json(slot)}}}',
         ),
+        # The same for every pod of a replica: the values come from the pod's own annotations,
+        # so a training script knows it was restarted (docs/restarts.md).
+        _from_annotation(RUN_VAR, ANNOTATION_RUN),
+        _from_annotation(ATTEMPT_VAR, ANNOTATION_ATTEMPT),
     ]
     return env
 

@@ -7,11 +7,22 @@ rule lists like any other and a user rule can only ever come before them. Pure: 
 verdict out.
 """
 
+from __future__ import annotations
+
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
-from hooks.core.api import MXNET_CONTAINER, ConditionStatus, ReplicaType, RestartPolicy
-from hooks.core.observed import DISRUPTION, ObservedPod
+from hooks.core.api import (
+    DISRUPTION,
+    MXNET_CONTAINER,
+    ConditionStatus,
+    ReplicaType,
+    RestartPolicy,
+)
+
+if TYPE_CHECKING:  # observed imports rejoin, which imports spec, which imports this module
+    from hooks.core.observed import ObservedPod
 
 
 class Action(StrEnum):
@@ -135,7 +146,12 @@ def rule_words(rule: Rule, index: int) -> str:
 def judge(
     rules: tuple[Rule, ...], policy: RestartPolicy, rtype: ReplicaType, pod: ObservedPod
 ) -> Verdict:
-    """The verdict on a failed pod: the first user rule that matches, else the restartPolicy's."""
+    """The verdict on a failed pod: the first user rule that matches, else the restartPolicy's.
+
+    A pod whose rejoin wait could not run fails the job before any rule is asked: every
+    replacement would fail the same way."""
+    if pod.wait_failed is not None:
+        return Verdict(Action.FAIL_JOB)
     for index, rule in enumerate(rules):
         if rule.matches(rtype, pod):
             return Verdict(rule.action, rule_words(rule, index))

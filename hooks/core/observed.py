@@ -5,14 +5,21 @@ restarts from the `restarts-before` annotation the hook itself put on replacemen
 restarts from container `restartCount`, the run from the `run` annotation (docs/restarts.md).
 """
 
-from dataclasses import dataclass
-from datetime import datetime
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
-from hooks.core.api import ANNOTATION_RESTARTS, ANNOTATION_RUN, MXNET_CONTAINER, ConditionStatus
+from hooks.core.api import (
+    ANNOTATION_RESTARTS,
+    ANNOTATION_RUN,
+    DISRUPTION,
+    MXNET_CONTAINER,
+    ConditionStatus,
+)
 from hooks.core.fields import dig, dig_dict, dig_int, dig_list
 from hooks.core.naming import Slot, parse_pod_name
+from hooks.core.rejoin import WAIT_CONTAINER
 from hooks.core.timestamps import latest, parse_time
 
 
@@ -28,8 +35,23 @@ class PodPhase(StrEnum):
 
 FINISHED_PHASES = (PodPhase.SUCCEEDED, PodPhase.FAILED)
 _PHASES = {phase.value: phase for phase in PodPhase}
-#: Pod condition set when the cluster takes a pod away: preemption, drain, taint, node shutdown.
-DISRUPTION = "DisruptionTarget"
+#: How long past its `deletionTimestamp` (the end of its grace period, when the kubelet kills
+#: it) a pod may still be observed before it counts as lost with its node (docs/restarts.md).
+LOST_AFTER = timedelta(seconds=15)
+#: Why a container cannot start, as the kubelet says it: the job shows them (docs/status.md).
+CANNOT_START = frozenset(
+    {
+        "ErrImagePull",
+        "ImagePullBackOff",
+        "ErrImageNeverPull",
+        "InvalidImageName",
+        "CreateContainerConfigError",
+        "CreateContainerError",
+        "RunContainerError",
+    }
+)
+#: Longest kubelet or scheduler message quoted in a condition message.
+_QUOTED_MAX = 200
 
 
 @dataclass(frozen=True)
@@ -50,6 +72,14 @@ class ObservedPod:
     restarts_before: int
     run: int = 0
     disrupted: bool = False
+    #: `metadata.deletionTimestamp`: the moment the kubelet kills the pod if it has not ended.
+    deadline: datetime | None = None
+    #: Why the pod cannot start (`ImagePullBackOff: …`, `Unschedulable: …`), while it waits.
+    blocked: str | None = None
+    #: How the rejoin wait failed (`sleep` missing from the image…): the pod can never run.
+    wait_failed: str | None = None
+    #: Still observed LOST_AFTER past its deletionTimestamp: its node does not answer.
+    lost: bool = False
     #: (container name, exit code) of every terminated container, for failurePolicy rules.
     exits: tuple[tuple[str, int], ...] = ()
     #: The pod's `status.reason` and the mxnet container's terminated `reason`, where set.
@@ -67,6 +97,24 @@ class ObservedPod:
         """The latest moment this pod shows: finish, start or creation."""
         return latest(self.finished, self.started, self.created)
 
+    def settled(self, now: datetime) -> "ObservedPod":
+        """The pod as the hook treats it at `now`: one still observed LOST_AFTER past its
+        deletionTimestamp is lost with its node, and counts as failed."""
+        at = lost_at(self)
+        if at is None or now < at:
+            return self
+        return replace(self, phase=PodPhase.FAILED, lost=True)
+
+
+def lost_at(pod: ObservedPod) -> datetime | None:
+    """When a terminating pod will count as lost, if it has not ended by then."""
+    if pod.deadline is None or pod.phase in FINISHED_PHASES:
+        return None
+    try:
+        return pod.deadline + LOST_AFTER
+    except OverflowError:  # a deletionTimestamp near year 9999
+        return None
+
 
 def read_pod(job: str, pod: dict[str, Any]) -> ObservedPod | None:
     """Read one observed pod; None for a pod whose name this job never gives."""
@@ -75,23 +123,19 @@ def read_pod(job: str, pod: dict[str, Any]) -> ObservedPod | None:
         return None
     slot, attempt = parsed
     statuses = [s for s in dig_list(pod, "status", "containerStatuses") if isinstance(s, dict)]
+    inits = [s for s in dig_list(pod, "status", "initContainerStatuses") if isinstance(s, dict)]
     mxnet = next((s for s in statuses if s.get("name") == MXNET_CONTAINER), {})
     terminated = dig_dict(mxnet, "state", "terminated")
-    phase = dig(pod, "status", "phase")
-    conditions = frozenset(
-        (c["type"], c["status"])
-        for c in dig_list(pod, "status", "conditions")
-        if isinstance(c, dict)
-        and isinstance(c.get("type"), str)
-        and isinstance(c.get("status"), str)
-    )
+    raw_phase = dig(pod, "status", "phase")
+    phase = _PHASES.get(raw_phase, PodPhase.PENDING) if isinstance(raw_phase, str) else None
+    conditions = [c for c in dig_list(pod, "status", "conditions") if isinstance(c, dict)]
     pod_reason = _text(dig(pod, "status", "reason"))
     mxnet_reason = _text(terminated.get("reason"))
     return ObservedPod(
         name=str(dig(pod, "metadata", "name")),
         slot=slot,
         attempt=attempt,
-        phase=_PHASES.get(phase, PodPhase.PENDING) if isinstance(phase, str) else PodPhase.PENDING,
+        phase=phase or PodPhase.PENDING,
         terminating=dig(pod, "metadata", "deletionTimestamp") is not None,
         created=parse_time(dig(pod, "metadata", "creationTimestamp")),
         started=parse_time(dig(mxnet, "state", "running", "startedAt"))
@@ -103,7 +147,10 @@ def read_pod(job: str, pod: dict[str, Any]) -> ObservedPod | None:
         restart_count=sum(max(dig_int(s, "restartCount") or 0, 0) for s in statuses),
         restarts_before=_count(dig(pod, "metadata", "annotations", ANNOTATION_RESTARTS)),
         run=_count(dig(pod, "metadata", "annotations", ANNOTATION_RUN)),
-        disrupted=(DISRUPTION, ConditionStatus.TRUE.value) in conditions,
+        disrupted=_condition(conditions, DISRUPTION, ConditionStatus.TRUE) is not None,
+        deadline=parse_time(dig(pod, "metadata", "deletionTimestamp")),
+        blocked=_blocked([*inits, *statuses], conditions) if phase is PodPhase.PENDING else None,
+        wait_failed=_wait_failed(inits),
         exits=tuple(
             (s["name"], code)
             for s in statuses
@@ -111,8 +158,49 @@ def read_pod(job: str, pod: dict[str, Any]) -> ObservedPod | None:
             and (code := dig_int(s, "state", "terminated", "exitCode")) is not None
         ),
         reasons=frozenset(r for r in (pod_reason, mxnet_reason) if r),
-        conditions=conditions,
+        conditions=frozenset(
+            (c["type"], c["status"])
+            for c in conditions
+            if isinstance(c.get("type"), str) and isinstance(c.get("status"), str)
+        ),
     )
+
+
+def _condition(conditions: list[dict[str, Any]], ctype: str, status: str) -> dict[str, Any] | None:
+    return next(
+        (c for c in conditions if c.get("type") == ctype and c.get("status") == status), None
+    )
+
+
+def _blocked(statuses: list[dict[str, Any]], conditions: list[dict[str, Any]]) -> str | None:
+    """Why a pending pod cannot start: a container the kubelet cannot start, or no node."""
+    for status in statuses:
+        waiting = dig_dict(status, "state", "waiting")
+        reason = waiting.get("reason")
+        if reason in CANNOT_START:
+            return _quoted(str(reason), waiting.get("message"))
+    unscheduled = _condition(conditions, "PodScheduled", ConditionStatus.FALSE)
+    if unscheduled is not None and unscheduled.get("reason") == "Unschedulable":
+        return _quoted("Unschedulable", unscheduled.get("message"))
+    return None
+
+
+def _wait_failed(inits: list[dict[str, Any]]) -> str | None:
+    """How the rejoin wait ended, if it failed."""
+    wait = next((s for s in inits if s.get("name") == WAIT_CONTAINER), {})
+    terminated = dig_dict(wait, "state", "terminated")
+    code = dig_int(terminated, "exitCode")
+    if not code:
+        return None
+    reason = _text(terminated.get("reason")) or f"exit code {code}"
+    return _quoted(reason, terminated.get("message"))
+
+
+def _quoted(reason: str, message: object) -> str:
+    if not isinstance(message, str) or not message:
+        return reason
+    short = message if len(message) <= _QUOTED_MAX else message[: _QUOTED_MAX - 1] + "…"
+    return f"{reason}: {short}"
 
 
 def _count(value: object) -> int:

@@ -6,7 +6,7 @@ the deadline compares with `now`, and its moment is `startTime + activeDeadlineS
 """
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from hooks.core.api import ConditionType, JobMode, Reason, ReplicaType, SuccessPolicy
@@ -173,18 +173,29 @@ RULES: tuple[Callable[[_Facts], Outcome | None], ...] = (
 
 def decide(job: Job, run: RunPlan, start: datetime | None, now: datetime) -> Outcome:
     """The outcome of an active, valid, unsuspended job: the first rule that applies, else
-    Created."""
+    Created; while it is not finished, the message also names the replicas that cannot start."""
     facts = _Facts(job, run, start, now)
-    for rule in RULES:
-        outcome = rule(facts)
-        if outcome is not None:
-            return outcome
-    return Outcome(
-        ctype=ConditionType.CREATED,
-        reason=Reason.CREATED,
-        message=f"MXJob {job.name} is created.",
-        time=job.created,
-    )
+    outcome = next((o for o in map(lambda rule: rule(facts), RULES) if o is not None), None)
+    if outcome is None:
+        outcome = Outcome(
+            ctype=ConditionType.CREATED,
+            reason=Reason.CREATED,
+            message=f"MXJob {job.name} is created.",
+            time=job.created,
+        )
+    return outcome if outcome.finished else _naming_blocked(outcome, facts.plans)
+
+
+def _naming_blocked(outcome: Outcome, plans: list[SlotPlan]) -> Outcome:
+    """The outcome, its message extended by the first replica that cannot start and why."""
+    blocked = [p for p in plans if p.current is not None and p.current.blocked]
+    if not blocked:
+        return outcome
+    first, pod = blocked[0], blocked[0].current
+    more = f" (and {len(blocked) - 1} more replicas)" if len(blocked) > 1 else ""
+    words = f"{replica_words(first.slot, pod)} cannot start{more}: {pod.blocked if pod else ''}"
+    ending = "" if words.endswith(".") else "."
+    return replace(outcome, message=f"{outcome.message.removesuffix('.')}; {words}{ending}")
 
 
 def deciding_types(job: Job) -> tuple[ReplicaType, ...]:
@@ -201,10 +212,12 @@ def deciding_types(job: Job) -> tuple[ReplicaType, ...]:
 
 def _restart_words(plan: SlotPlan) -> str:
     if plan.create_attempt and plan.current is not None:
-        verdict = plan.verdict
-        rule = f", as {verdict.by()} says" if verdict and verdict.rule else ""
-        return f"{describe_exit(plan.current)}{rule}; starting attempt {plan.create_attempt}"
-    return "is starting again"
+        words = describe_exit(plan.current, plan.verdict)
+        return f"{words}; starting attempt {plan.create_attempt}"
+    failed = plan.keep[0] if len(plan.keep) > 1 else None
+    if failed is None:
+        return "is starting again"
+    return f"is starting again after pod {failed.name} {describe_exit(failed)}"
 
 
 def _latest_failure(plans: list[SlotPlan]) -> str:

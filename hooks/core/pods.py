@@ -2,7 +2,7 @@
 
 from typing import Any
 
-from hooks.core.api import ANNOTATION_RESTARTS, ANNOTATION_RUN
+from hooks.core.api import ANNOTATION_ATTEMPT, ANNOTATION_RESTARTS, ANNOTATION_RUN
 from hooks.core.env import container_env, default_env, injected_env
 from hooks.core.gang import (
     PLUGINS_GROUP_LABEL,
@@ -14,33 +14,38 @@ from hooks.core.gang import (
 from hooks.core.job import Job
 from hooks.core.labels import slot_labels
 from hooks.core.naming import Slot
+from hooks.core.rejoin import pod_restart_policy, wait_container
 
 
 def desired_pod(
     job: Job, slot: Slot, attempt: int, restarts_before: int, run: int
 ) -> dict[str, Any]:
-    """The template's metadata and spec, with our labels, restart policy and environment; a
-    replacement and every pod after a whole-job restart carry their bookkeeping annotations."""
+    """The template's metadata and spec, with our labels, restart policy and environment;
+    every pod carries its run and attempt (read back by the hook and, through the downward API,
+    by the training script), a replacement also the restarts before it."""
     replica = job.spec.replicas[slot.rtype]
     template = replica.template
     labels = {**template.get("metadata", {}).get("labels", {}), **slot_labels(job.name, slot)}
     annotations = dict(template.get("metadata", {}).get("annotations", {}))
+    annotations[ANNOTATION_RUN] = str(run)
+    annotations[ANNOTATION_ATTEMPT] = str(attempt)
     if attempt > 0:
         annotations[ANNOTATION_RESTARTS] = str(restarts_before)
-    if run > 0:
-        annotations[ANNOTATION_RUN] = str(run)
     # Only what differs per pod is copied; the rest of the template is shared, read-only,
     # between the pods of one response (a deep copy per pod was 60% of a large job's sync).
     injected = injected_env(job.name, job.spec, slot)
     defaults = default_env(job.spec)
     spec = {
         **template["spec"],
-        "restartPolicy": replica.restart_policy.pod_policy,
+        "restartPolicy": pod_restart_policy(job.spec, replica.restart_policy),
         "containers": [
             {**container, "env": container_env(injected, defaults, container.get("env", []))}
             for container in template["spec"]["containers"]
         ],
     }
+    wait = wait_container(job.spec, slot.rtype)
+    if wait is not None:
+        spec["initContainers"] = [*template["spec"].get("initContainers", []), wait]
     if job.gang is Gang.VOLCANO:
         spec["schedulerName"] = VOLCANO_SCHEDULER
         annotations[VOLCANO_GROUP_ANNOTATION] = job.name
@@ -51,7 +56,6 @@ def desired_pod(
         "name": slot.pod_name(job.name, attempt),
         "namespace": job.namespace,
         "labels": labels,
+        "annotations": annotations,
     }
-    if annotations:
-        metadata["annotations"] = annotations
     return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}

@@ -6,13 +6,14 @@ are re-keyed by `metadata.name` (all children live in the parent's namespace). A
 says otherwise is read (and echoed) with the group's.
 
 Nesting is bounded where the hook recurses into user data: the spec (`spec.load`, a problem
-of the job), the parent's status (here) and echoed children (`retention.as_observed`).
+of the job), the parent's status (here: one nested too deep is left out, as if absent) and
+echoed children (`retention.as_observed`).
 """
 
 from dataclasses import dataclass, field
 from typing import Any
 
-from hooks.core.fields import MAX_DEPTH, dig, too_deep
+from hooks.core.fields import dig, too_deep
 
 POD = "Pod.v1"
 SERVICE = "Service.v1"
@@ -66,9 +67,10 @@ def parse_request(body: object) -> SyncRequest:
     controller = body.get("controller", {})
     if not isinstance(controller, dict):
         raise RequestError("'controller' must be an object")
-    deep = too_deep(parent.get("status"))
-    if deep is not None:
-        raise RequestError(f"'parent.status{deep}' nests deeper than {MAX_DEPTH} levels")
+    if too_deep(parent.get("status")) is not None:
+        # Nobody but the hook should write the status; one it cannot read (a stray write) is
+        # treated like a stale cache: rebuilt from the children, never a reason to refuse.
+        parent = {key: value for key, value in parent.items() if key != "status"}
     return SyncRequest(parent, _children(body.get("children")), controller)
 
 

@@ -13,6 +13,8 @@ from hooks.core.failure_policy import Action, Rule, Verdict, judge
 from hooks.core.naming import MAX_ATTEMPT, Slot
 from hooks.core.observed import ObservedPod, PodPhase
 
+SIGKILL_EXIT = 137
+
 EXIT_MEANINGS = {
     1: "general error",
     2: "misuse of shell builtins",
@@ -33,16 +35,39 @@ def replica_words(slot: Slot, pod: ObservedPod | None = None) -> str:
     return f"{slot.rtype.value} replica {slot.index}{where}"
 
 
-def describe_exit(pod: ObservedPod) -> str:
-    """Words for how a pod ended, for condition messages."""
+def describe_exit(pod: ObservedPod, retried: Verdict | None = None) -> str:
+    """Words for how a pod ended, for condition messages: what the kubelet and the cluster
+    said of it (exit code, its meaning, the termination reason, a deletion, a lost node).
+
+    `retried`: the failure policy's verdict on a pod that is retried; it says whether the retry
+    counts, and names the user's rule that decided (docs/restarts.md#failure-policy)."""
+    uncounted = pod.disrupted if retried is None else retried.added == 0
+    cost = ", not counted toward backoffLimit" if uncounted else ""
+    if retried is not None and retried.rule:
+        cost += f", as {retried.by()} says"
+    why = f" ({pod.reason})" if pod.reason else ""
+    if pod.wait_failed is not None:
+        return (
+            f"could not run its rejoin wait (`sleep` in the mxnet container's image):"
+            f" {pod.wait_failed}"
+        )
+    if pod.lost:
+        return f"was lost with its node (still Terminating past its grace period){why}{cost}"
     if pod.disrupted:
-        why = f" ({pod.reason})" if pod.reason else ""
-        return f"was disrupted by the cluster{why}, not counted toward backoffLimit"
+        return f"was disrupted by the cluster{why}{cost}"
+    deleted = "was deleted and " if pod.terminating else ""
     if pod.exit_code is None:
-        why = f" ({pod.reason})" if pod.reason else ""
-        return f"failed without an exit code of its mxnet container{why}"
+        return f"{deleted}failed without an exit code of its mxnet container{why}{cost}"
     meaning = EXIT_MEANINGS.get(pod.exit_code)
-    return f"exited with code {pod.exit_code}" + (f" ({meaning})" if meaning else "")
+    if pod.reason == "OOMKilled":
+        meaning = "killed for using more memory than its limit"
+    elif pod.terminating and pod.exit_code == SIGKILL_EXIT:
+        meaning = "killed (SIGKILL) at the end of its grace period"
+    # "Error" is the kubelet's word for any non-zero exit: the code already says it.
+    shown = pod.reason if pod.reason not in (None, "Error") else None
+    details = "; ".join(d for d in (meaning, f"reason {shown}" if shown else None) if d)
+    shown_details = f" ({details})" if details else ""
+    return f"{deleted}exited with code {pod.exit_code}{shown_details}{cost}"
 
 
 @dataclass(frozen=True, kw_only=True)

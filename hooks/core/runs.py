@@ -174,13 +174,12 @@ def _trigger(job: Job, plan: SlotPlan) -> tuple[int, str] | None:
     verdict = plan.verdict
     failed = pod.phase is PodPhase.FAILED and plan.create_attempt is not None
     if failed and verdict is not None and verdict.action is Action.RESTART_JOB:
-        return plan.restarts - plan.counted, f"{describe_exit(pod)}, which {verdict.by()} restarts"
+        return plan.restarts - plan.counted, describe_exit(pod, verdict)
     if plan.slot.rtype not in WHOLE_JOB_TYPES:
         return None
     alone = f", and {_WHO[job.spec.mode]} cannot replace a {plan.slot.rtype.value} alone"
     if failed:
-        retried = f", which {verdict.by()} retries" if verdict and verdict.rule else ""
-        return plan.restarts - plan.counted, f"{describe_exit(pod)}{retried}{alone}"
+        return plan.restarts - plan.counted, describe_exit(pod, verdict) + alone
     if pod.terminating and pod.disrupted:
         # Preempted or drained: the pod is deleted, not failed. A deletion without that
         # condition may be the hook's own (suspend) and is left to the slot's plan.
@@ -273,12 +272,29 @@ class RunPlan:
     restart: RunRecord | None
     step: Step
 
+    @property
+    def old_alive(self) -> bool:
+        return _alive(self.old)
 
-def plan_run(job: Job, pods: dict[Slot, list[ObservedPod]], record: RunRecord | None) -> RunPlan:
-    """Plan every slot within the newest observed run, and decide or continue its restart."""
+
+def _alive(old: list[ObservedPod]) -> bool:
+    """Whether a pod of an older run may still run: one lost with its node does not count
+    (docs/restarts.md, "Lost nodes")."""
+    return any(not p.lost for p in old)
+
+
+def plan_run(
+    job: Job, observed: dict[Slot, list[ObservedPod]], record: RunRecord | None, now: datetime
+) -> RunPlan:
+    """Plan every slot within the newest observed run, and decide or continue its restart.
+
+    `now` tells only which pods are lost with their node: those count as failed, and an older
+    run's lost pods as gone (docs/restarts.md, "Lost nodes")."""
+    pods = {slot: [p.settled(now) for p in attempts] for slot, attempts in observed.items()}
     run = current_run(record, pods)
     slots = job.slots()
     old = [p for slot in slots for p in pods.get(slot, []) if p.run < run]
+    alive = _alive(old)
     plans = [
         plan_slot(
             slot,
@@ -289,11 +305,11 @@ def plan_run(job: Job, pods: dict[Slot, list[ObservedPod]], record: RunRecord | 
         )
         for slot in slots
     ]
-    fresh = None if old else decide_restart(job, run, plans)
+    fresh = None if alive else decide_restart(job, run, plans)
     if fresh is not None:
         return RunPlan(
             plans=_held(plans, fresh), old=old, fresh=fresh, restart=fresh, step=Step.RECORDING
         )
-    restart = record if _in_progress(record, run, plans, bool(old)) else None
-    step = Step.DELETING if old else Step.CREATING
+    restart = record if _in_progress(record, run, plans, alive) else None
+    step = Step.DELETING if alive else Step.CREATING
     return RunPlan(plans=plans, old=old, fresh=None, restart=restart, step=step)

@@ -136,10 +136,11 @@ def active_status(
             f"MXJob {job.name} is resumed.",
             _stamp(job.spec_changed),
         )
-    if outcome.ctype is not ConditionType.CREATED:
-        conditions = cond.set_condition(
-            conditions, outcome.ctype, True, outcome.reason, outcome.message, _stamp(outcome.time)
-        )
+    # Created was ensured above; setting it again changes its message only while a replica
+    # cannot start (the outcome names it).
+    conditions = cond.set_condition(
+        conditions, outcome.ctype, True, outcome.reason, outcome.message, _stamp(outcome.time)
+    )
     return _assemble(
         conditions,
         replica_statuses(job, plans),

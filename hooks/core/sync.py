@@ -4,7 +4,8 @@ docs/run-policy.md).
     read and default the spec → validate → observe children → plan the run and each slot →
     decide the job's outcome → list the children → build the status
 
-`now` is a parameter and only the activeDeadlineSeconds check reads it.
+`now` is a parameter; it is read only to compare with moments the children and the spec give:
+the activeDeadlineSeconds, and when a pod is lost with its node. The status never holds it.
 """
 
 import math
@@ -17,8 +18,8 @@ from hooks.core.api import CleanPodPolicy, Reason
 from hooks.core.configmaps import desired_config, desired_result, recorded_status
 from hooks.core.fields import dig, dig_list
 from hooks.core.job import Job
-from hooks.core.naming import result_name
-from hooks.core.observed import ObservedPod, pods_by_slot
+from hooks.core.naming import Slot, result_name
+from hooks.core.observed import ObservedPod, lost_at, pods_by_slot
 from hooks.core.outcome import deadline_at, decide
 from hooks.core.pods import desired_pod
 from hooks.core.request import CONFIG_MAP, POD, SyncRequest
@@ -133,7 +134,7 @@ def _active(job: Job, request: SyncRequest, now: datetime) -> SyncResponse:
     previous = request.status
     pods = pods_by_slot(job.name, request.group(POD))
     record, record_child = runs.observed_record(job, request.group(CONFIG_MAP))
-    plan = runs.plan_run(job, pods, record)
+    plan = runs.plan_run(job, pods, record, now)
     start = status.start_time(previous, pods)
     outcome = decide(job, plan, start, now)
     new_status = status.active_status(job, previous, plan.plans, outcome, start)
@@ -144,7 +145,7 @@ def _active(job: Job, request: SyncRequest, now: datetime) -> SyncResponse:
         kept = [c for c in retention.keep_all(request) if not _is_result(job, c)]
         listed = [*kept, desired_result(job, new_status), desired_config(job)]
         return SyncResponse(new_status, _unique(listed))
-    creating = runs.may_create_run(previous, plan.restart, bool(plan.old))
+    creating = runs.may_create_run(previous, plan.restart, plan.old_alive)
     listed = _active_children(job, request, plan.plans, creating)
     if plan.fresh is not None:
         listed.append(runs.record_config_map(job, plan.fresh))
@@ -152,9 +153,26 @@ def _active(job: Job, request: SyncRequest, now: datetime) -> SyncResponse:
         listed.append(retention.as_observed(record_child))
     if not runs.may_delete_old_run(previous, record, plan.plans):
         listed.extend(_pod_as_listed(job, pod) for pod in plan.old)
-    deadline = deadline_at(job, start)
-    resync = None if deadline is None else max(1.0, math.ceil((deadline - now).total_seconds()))
-    return SyncResponse(new_status, listed, resync)
+    return SyncResponse(new_status, listed, _resync(job, start, plan, pods, now))
+
+
+def _resync(
+    job: Job,
+    start: datetime | None,
+    plan: runs.RunPlan,
+    pods: dict[Slot, list[ObservedPod]],
+    now: datetime,
+) -> float | None:
+    """Seconds until the next moment this job's answer changes with the clock alone: its
+    deadline, or a terminating pod counting as lost."""
+    moments = [
+        deadline_at(job, start),
+        *(lost_at(p) for attempts in pods.values() for p in attempts),
+    ]
+    ahead = [m for m in moments if m is not None and m > now]
+    if not ahead:
+        return None
+    return max(1.0, math.ceil((min(ahead) - now).total_seconds()))
 
 
 def _pod_as_listed(job: Job, pod: ObservedPod) -> dict[str, Any]:

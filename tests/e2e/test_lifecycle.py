@@ -68,7 +68,7 @@ def test_example_is_accepted_and_children_appear(cluster: Cluster, path: Path) -
             for got_c, want_c in zip(
                 pod["spec"]["containers"], desired["spec"]["containers"], strict=True
             ):
-                assert resolve(got_c, config_maps) == resolve(want_c, config_maps)
+                assert resolve(pod, got_c, config_maps) == resolve(desired, want_c, config_maps)
                 assert got_c["ports"] == [
                     {**p, "protocol": p.get("protocol", "TCP")} for p in want_c["ports"]
                 ]

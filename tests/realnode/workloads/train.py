@@ -80,7 +80,10 @@ def main() -> int:
     kv.pull(0, out=stored)
     value = stored.asnumpy()
     done = math.ceil(value[-1] / workers - 1e-3)
+    # What a script that resumes from a checkpoint reads (docs/restarts.md).
+    again = f"run {os.environ.get('MXJOB_RUN')}, attempt {os.environ.get('MXJOB_ATTEMPT')}"
     print(f"worker {rank}/{workers} ({kv.type}) starts at round {done} of {rounds}", flush=True)
+    print(f"this process is {again}", flush=True)
     for step in range(done, rounds):
         previous = value
         w = previous[:DIM]
