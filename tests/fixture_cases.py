@@ -868,7 +868,7 @@ def failure_policy_first_match_wins() -> Json:
     """Ignore on OOMKilled comes before FailJob on 137: the OOMKilled Worker is replaced, uncounted.
 
     backoffLimit 0 is not exceeded."""
-    rules = [
+    rules: list[Json] = [
         {"name": "retry-oom", "action": "Ignore", "onReasons": ["OOMKilled"]},
         {
             "name": "no-kill",

@@ -47,6 +47,7 @@ def test_exit_42_fails_the_job_at_once(cluster: Node) -> None:
     assert reason == "MXJobFailed", message
     assert "exited with code 42" in message, message
     assert 'failurePolicy rule "bad-data" (FailJob) does not retry' in message, message
+    print(f"\nfailure_policy exit 42: {message}")
     assert cluster.status("bad-data")["replicaStatuses"]["Worker"]["restarts"] == 0
     print(f"\nfailure_policy exit 42: Failed {time.monotonic() - started:.1f}s after apply")
 
@@ -57,15 +58,17 @@ def test_oom_killed_worker_restarts_the_whole_job(cluster: Node) -> None:
     (container,) = workers["template"]["spec"]["containers"]
     container["resources"] = {"limits": {"memory": "96Mi"}, "requests": {"memory": "96Mi"}}
     oom = {"name": "oom", "action": "RestartJob", "onReasons": ["OOMKilled"]}
+    started = time.monotonic()
     cluster.apply(mxjob("oom", {"Worker": workers}, **rules(oom)))
     _, _, message = cluster.wait_condition("oom", "Restarting", timeout=180)
+    print(f"\nfailure_policy OOMKilled worker, {time.monotonic() - started:.1f}s: {message}")
     assert "Worker replica 1" in message, message
-    assert "OOMKilled" in message or "137" in message, message
+    assert "reason OOMKilled" in message, message  # what the kubelet reported
     assert 'failurePolicy rule "oom" (RestartJob)' in message, message
-    _, _, message = cluster.wait_condition("oom", "Succeeded", timeout=240)
+    cluster.wait_condition("oom", "Succeeded", timeout=240)
     status = cluster.status("oom")
     assert status["replicaStatuses"]["Worker"]["restarts"] == 1, status
-    print(f"\nfailure_policy OOMKilled worker: {message}")
+    print(f"failure_policy OOMKilled worker: Succeeded {time.monotonic() - started:.1f}s after")
 
 
 def test_evicted_worker_is_ignored(cluster: Node) -> None:
@@ -97,7 +100,14 @@ def test_evicted_worker_is_ignored(cluster: Node) -> None:
     }
     path = f"/api/v1/namespaces/{NAMESPACE}/pods/evicted-worker-1/eviction"
     cluster.kubectl("create", "--raw", path, "-f", "-", stdin=json.dumps(eviction))
-    pods = cluster.wait_pods("evicted", {"evicted-worker-1-r1"})
+    # The Eviction API marks the pod before it deletes it (grace period 5 s): the mark the rule
+    # matches is on the pod the kubelet then stops.
+    marked = cluster.get("pod", "evicted-worker-1")
+    assert marked is not None, "the evicted pod is gone before its grace period ended"
+    conditions = {c["type"]: c for c in marked["status"].get("conditions", [])}
+    assert conditions["DisruptionTarget"]["status"] == "True", conditions
+    assert conditions["DisruptionTarget"]["reason"] == "EvictionByEvictionAPI", conditions
+    cluster.wait_pods("evicted", {"evicted-worker-1-r1"})
     wait_for(
         "the replacement running",
         lambda: (
@@ -106,13 +116,11 @@ def test_evicted_worker_is_ignored(cluster: Node) -> None:
         ),
         120,
     )
-    evicted = pods.get("evicted-worker-1")
-    if evicted is not None:
-        conditions = {c["type"]: c for c in evicted["status"].get("conditions", [])}
-        assert conditions["DisruptionTarget"]["reason"] == "EvictionByEvictionAPI", conditions
-    assert cluster.condition("evicted")[0] != "Failed", cluster.status("evicted")
-    assert cluster.status("evicted")["replicaStatuses"]["Worker"]["restarts"] == 0
+    state = cluster.condition("evicted")
+    assert state is not None and state[0] != "Failed", cluster.status("evicted")
+    status = cluster.status("evicted")
+    assert status["replicaStatuses"]["Worker"]["restarts"] == 0, status
+    print(f"\nfailure_policy eviction: {state[2]}")
     for pod in ("evicted-worker-0", "evicted-worker-1-r1"):
         cluster.finish(cluster.pid(pod))
-    _, _, message = cluster.wait_condition("evicted", "Succeeded", timeout=120)
-    print(f"\nfailure_policy eviction: {message}")
+    cluster.wait_condition("evicted", "Succeeded", timeout=120)
