@@ -171,8 +171,9 @@ class Node(Cluster):
 
 
 class PodWatch:
-    """Every version of one pod the API server sends on a watch, from now until `stop()`: a
-    pod that is gone a moment after its last status update is still seen in that state."""
+    """Every version of one existing pod the API server sends on a watch, from now until
+    `stop()`: a pod that is gone a moment after its last status update is still seen in that
+    state."""
 
     def __init__(self, cluster: Node, pod: str) -> None:
         stack = cluster.stack
@@ -215,6 +216,8 @@ class PodWatch:
         self._proc.terminate()
         self._proc.wait(timeout=10)
         self._thread.join(timeout=10)
+        if self._proc.stdout is not None:
+            self._proc.stdout.close()
         return self.seen
 
 
