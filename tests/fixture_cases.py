@@ -23,6 +23,7 @@ from tests.builders import (
     cluster_after,
     disrupted,
     mxjob,
+    oom_killed,
     pods_by_name,
     replica,
     run,
@@ -781,6 +782,127 @@ def whole_job_backoff_exceeded() -> Json:
     run1 = with_states(run1, mnist_server_0_r1=lambda p: terminated(p, 137, minutes=40))
     job = mxjob(replicas=WHOLE, run_policy=policy, status=created_run.status)
     return request(job, run1)
+
+
+# --- docs/restarts.md#failure-policy: rules users write -------------------------------------------
+
+BAD_DATA = {
+    "name": "bad-data",
+    "action": "FailJob",
+    "onExitCodes": {"operator": "In", "values": [42]},
+}
+OOM_RESTARTS_JOB = {"name": "oom", "action": "RestartJob", "onReasons": ["OOMKilled"]}
+ONFAILURE_WORKERS = {**SMALL, "Worker": replica(2, "OnFailure")}
+
+
+def _failing(
+    replicas: Json, rules: list[Json], backoff: int, **states: Callable[[Json], Json]
+) -> Json:
+    """The job with `failurePolicy.rules` and every pod running, then `states` applied."""
+    policy = {"backoffLimit": backoff, "failurePolicy": {"rules": rules}}
+    job, children = _running(replicas=replicas, run_policy=policy)
+    return request(job, with_states(children, **states))
+
+
+@case
+def failure_policy_exit_42_fails_job() -> Json:
+    """Rule bad-data (FailJob on exit 42): a Worker exiting 42 fails the job at once.
+
+    restartPolicy OnFailure and backoffLimit 3 would retry it; the message names the rule."""
+    return _failing(
+        ONFAILURE_WORKERS,
+        [BAD_DATA],
+        3,
+        mnist_worker_1=lambda p: terminated(p, 42, minutes=15),
+    )
+
+
+@case
+def failure_policy_oom_worker_restarts_job() -> Json:
+    """Rule oom (RestartJob on OOMKilled): an OOMKilled Worker restarts the whole job, counted.
+
+    A Worker alone would be replaced; the rule records run 1 with Worker 1's restart."""
+    return _failing(WHOLE, [BAD_DATA, OOM_RESTARTS_JOB], 3, mnist_worker_1=oom_killed)
+
+
+@case
+def failure_policy_disruption_ignored() -> Json:
+    """Rule Ignore on DisruptionTarget under restartPolicy Never: replaced, not counted.
+
+    Never alone would fail the job; backoffLimit 0 is not exceeded."""
+    rule = {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]}
+    return _failing(
+        {"Worker": replica(2)},
+        [rule],
+        0,
+        mnist_worker_0=lambda p: disrupted(terminated(p, 143, minutes=12), "EvictionByEvictionAPI"),
+    )
+
+
+@case
+def failure_policy_not_in_fails_job() -> Json:
+    """An unnamed FailJob rule on exit codes NotIn [130, 137, 143]: exit 3 fails the job.
+
+    The message names the rule by its place, failurePolicy.rules[0]."""
+    rule = {"action": "FailJob", "onExitCodes": {"operator": "NotIn", "values": [130, 137, 143]}}
+    return _failing(
+        ONFAILURE_WORKERS, [rule], 3, mnist_worker_0=lambda p: terminated(p, 3, minutes=15)
+    )
+
+
+@case
+def failure_policy_replica_types_scope() -> Json:
+    """A FailJob rule for Servers only: a Worker exiting 1 under OnFailure is replaced (Count)."""
+    rule = {
+        "action": "FailJob",
+        "replicaTypes": ["Server"],
+        "onExitCodes": {"operator": "In", "values": [1]},
+    }
+    return _failing(
+        ONFAILURE_WORKERS, [rule], 3, mnist_worker_0=lambda p: terminated(p, 1, minutes=15)
+    )
+
+
+@case
+def failure_policy_first_match_wins() -> Json:
+    """Ignore on OOMKilled comes before FailJob on 137: the OOMKilled Worker is replaced, uncounted.
+
+    backoffLimit 0 is not exceeded."""
+    rules: list[Json] = [
+        {"name": "retry-oom", "action": "Ignore", "onReasons": ["OOMKilled"]},
+        {
+            "name": "no-kill",
+            "action": "FailJob",
+            "onExitCodes": {"operator": "In", "values": [137]},
+        },
+    ]
+    return _failing(ONFAILURE_WORKERS, rules, 0, mnist_worker_1=oom_killed)
+
+
+@case
+def failure_policy_no_match_counts() -> Json:
+    """No rule matches exit 137: the restartPolicy decides (OnFailure: Count), restarts 1."""
+    return _failing(
+        ONFAILURE_WORKERS,
+        [BAD_DATA],
+        3,
+        mnist_worker_0=lambda p: terminated(p, 137, minutes=15),
+    )
+
+
+@case
+def failure_policy_count_under_never() -> Json:
+    """Count on exit 143 under restartPolicy Never: the Worker is replaced and counted.
+
+    backoffLimit 0 is then exceeded: BackoffLimitExceeded."""
+    rule = {
+        "name": "sigterm",
+        "action": "Count",
+        "onExitCodes": {"operator": "In", "values": [143]},
+    }
+    return _failing(
+        {"Worker": replica(2)}, [rule], 0, mnist_worker_0=lambda p: terminated(p, 143, minutes=15)
+    )
 
 
 def _gang_controller(api_version: str) -> Json:

@@ -1,9 +1,13 @@
 """Table test of the exit-code classes (docs/restarts.md#exit-codes): which exit codes of the
-`mxnet` container a failed pod may be retried for under restartPolicy ExitCode."""
+`mxnet` container a failed pod may be retried for under restartPolicy ExitCode, as its built-in
+failure rules decide them."""
 
 import pytest
 
-from hooks.core.restarts import exit_is_retryable
+from hooks.core.api import ReplicaType, RestartPolicy
+from hooks.core.failure_policy import Action, judge
+from hooks.core.observed import read_pod
+from tests.builders import mxjob, request, run, terminated
 
 
 @pytest.mark.parametrize(
@@ -26,4 +30,8 @@ from hooks.core.restarts import exit_is_retryable
     ],
 )
 def test_exit_is_retryable(exit_code: int | None, retryable: bool) -> None:
-    assert exit_is_retryable(exit_code) is retryable
+    pods = [c for c in run(request(mxjob())).children if c["kind"] == "Pod"]
+    pod = read_pod("mnist", terminated(pods[0], exit_code))
+    assert pod is not None
+    verdict = judge((), RestartPolicy.EXIT_CODE, ReplicaType.WORKER, pod)
+    assert (verdict.action is not Action.FAIL_JOB) is retryable

@@ -61,8 +61,44 @@ def jobs(draw: st.DrawFn, with_deadline: bool = True) -> dict[str, Any]:
         run_policy["backoffLimit"] = draw(st.integers(0, 3))
     if with_deadline and draw(st.booleans()):
         run_policy["activeDeadlineSeconds"] = draw(st.integers(60, 7200))
+    alone = worker if mode is JobMode.TRAIN else server
+    rules = draw(st.lists(failure_rules(alone.value), max_size=3))
+    if rules:
+        named = [{**rule, "name": f"rule-{i}"} if i % 2 else rule for i, rule in enumerate(rules)]
+        run_policy["failurePolicy"] = {"rules": named}
     name = draw(st.sampled_from(["mnist", "j", "resnet-50-dist"]))
     return mxjob(name=name, replicas=replicas, run_policy=run_policy, mode=mode.value)
+
+
+@st.composite
+def failure_rules(draw: st.DrawFn, alone: str) -> dict[str, Any]:
+    """A valid failurePolicy rule: any action, one or two matchers, sometimes scoped to the
+    type that can be replaced alone (`alone`), which RestartReplica needs when scoped."""
+    rule: dict[str, Any] = {
+        "action": draw(
+            st.sampled_from(["FailJob", "RestartReplica", "RestartJob", "Ignore", "Count"])
+        )
+    }
+    matchers = draw(
+        st.lists(
+            st.sampled_from(["onExitCodes", "onReasons", "onPodConditions"]),
+            min_size=1,
+            max_size=2,
+            unique=True,
+        )
+    )
+    if "onExitCodes" in matchers:
+        codes = draw(
+            st.lists(st.sampled_from([1, 2, 42, 137, 143]), min_size=1, max_size=3, unique=True)
+        )
+        rule["onExitCodes"] = {"operator": draw(st.sampled_from(["In", "NotIn"])), "values": codes}
+    if "onReasons" in matchers:
+        rule["onReasons"] = [draw(st.sampled_from(["OOMKilled", "Error", "Evicted"]))]
+    if "onPodConditions" in matchers:
+        rule["onPodConditions"] = [{"type": "DisruptionTarget"}]
+    if draw(st.booleans()):
+        rule["replicaTypes"] = [alone]
+    return rule
 
 
 def pod_state(draw: st.DrawFn, pod: dict[str, Any]) -> dict[str, Any] | None:

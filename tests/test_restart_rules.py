@@ -7,11 +7,12 @@ from typing import Any
 import pytest
 
 from hooks.core.api import ReplicaType, RestartPolicy
+from hooks.core.failure_policy import Action, judge
 from hooks.core.job import Job
 from hooks.core.naming import Slot, run_from_record_name, run_record_name
 from hooks.core.observed import read_pod
 from hooks.core.outcome import deciding_types
-from hooks.core.restarts import RunStart, counts_toward_backoff, is_retryable, plan_slot
+from hooks.core.restarts import RunStart, plan_slot
 from hooks.core.runs import (
     Step,
     current_run,
@@ -159,8 +160,9 @@ def test_disruptions_are_retried_and_not_counted(
     pod = terminated(first_pods(TRAIN)["mnist-worker-0"], exit_code)
     observed = read_pod("mnist", disrupted(pod) if disruption else pod)
     assert observed is not None
-    assert is_retryable(observed) is retryable
-    assert counts_toward_backoff(observed) == counted
+    verdict = judge((), RestartPolicy.EXIT_CODE, ReplicaType.WORKER, observed)
+    assert (verdict.action is not Action.FAIL_JOB) is retryable
+    assert verdict.added == (counted if retryable else 0)
 
 
 NEVER_NAME = "a-very-long-job-name-for-a-distributed-mnist-rn"  # 47 characters

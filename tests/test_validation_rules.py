@@ -92,3 +92,172 @@ REPLACEABLE = {
 )
 def test_name_rules(name: str, refused: bool) -> None:
     assert problems(name, replicas=REPLACEABLE) == (["metadata.name"] if refused else [])
+
+
+FP = "spec.runPolicy.failurePolicy.rules"
+EXIT_42 = {"operator": "In", "values": [42]}
+
+
+def policy_problems(rules: Any, mode: str | None = None, inline: bool = False) -> list[str]:
+    """Every problem path of a job with these failurePolicy rules, read or validated."""
+    replicas = TUNE_JOB if mode == "MXTune" else REPLACEABLE
+    policy = {"failurePolicy": {"rules": rules}}
+    job = mxjob(
+        replicas=replicas,
+        mode=mode,
+        **({"failurePolicy": policy["failurePolicy"]} if inline else {"run_policy": policy}),
+    )
+    spec, unreadable = load(job["spec"])
+    return sorted(p.path for p in (unreadable if spec is None else validate("mnist", spec)))
+
+
+TUNE_JOB = {
+    "TunerTracker": replica(1, "ExitCode"),
+    "TunerServer": replica(2, "ExitCode"),
+    "Tuner": replica(1, "ExitCode"),
+}
+
+
+@pytest.mark.parametrize(
+    ("rules", "mode", "paths"),
+    [
+        ([{"action": "FailJob", "onExitCodes": EXIT_42}], None, []),
+        ([], None, []),
+        ([{"action": "FailJob"}], None, [f"{FP}[0]"]),  # no matcher
+        ([{"onReasons": ["OOMKilled"]}], None, [f"{FP}[0].action"]),
+        ([{"action": "Retry", "onReasons": ["OOMKilled"]}], None, [f"{FP}[0].action"]),
+        (
+            [{"action": "Count", "onExitCodes": {"values": [1]}}],
+            None,
+            [f"{FP}[0].onExitCodes.operator"],
+        ),
+        (
+            [{"action": "Count", "onExitCodes": {"operator": "Is", "values": [1]}}],
+            None,
+            [f"{FP}[0].onExitCodes.operator"],
+        ),
+        (
+            [{"action": "Count", "onExitCodes": {"operator": "In"}}],
+            None,
+            [f"{FP}[0].onExitCodes.values"],
+        ),
+        (
+            [{"action": "Count", "onExitCodes": {"operator": "In", "values": []}}],
+            None,
+            [f"{FP}[0].onExitCodes.values"],
+        ),
+        (
+            [{"action": "Count", "onExitCodes": {"operator": "In", "values": list(range(1, 257))}}],
+            None,
+            [f"{FP}[0].onExitCodes.values"],
+        ),
+        (
+            [{"action": "Count", "onExitCodes": {"operator": "In", "values": [0, 1]}}],
+            None,
+            [f"{FP}[0].onExitCodes.values"],
+        ),
+        ([{"action": "Count", "onExitCodes": {"operator": "NotIn", "values": [0, 1]}}], None, []),
+        (
+            [{"action": "Count", "onExitCodes": {"operator": "In", "values": [1, 1]}}],
+            None,
+            [f"{FP}[0].onExitCodes.values"],
+        ),
+        (
+            [{"action": "Count", "onExitCodes": {"operator": "In", "values": ["1"]}}],
+            None,
+            [f"{FP}[0].onExitCodes.values[0]"],
+        ),
+        (
+            [{"action": "Count", "onExitCodes": {**EXIT_42, "containerName": "sidecar"}}],
+            None,
+            [f"{FP}[0].onExitCodes.containerName"],
+        ),
+        ([{"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]}], None, []),
+        (
+            [{"action": "Ignore", "onPodConditions": [{"status": "True"}]}],
+            None,
+            [f"{FP}[0].onPodConditions[0].type"],
+        ),
+        (
+            [{"action": "Ignore", "onPodConditions": [{"type": "X", "status": "Yes"}]}],
+            None,
+            [f"{FP}[0].onPodConditions[0].status"],
+        ),
+        ([{"action": "Ignore", "onReasons": []}], None, [f"{FP}[0].onReasons"]),
+        ([{"action": "Ignore", "onReasons": [""]}], None, [f"{FP}[0].onReasons[0]"]),
+        ([{"action": "Count", "replicaTypes": ["worker"], "onReasons": ["Error"]}], None, []),
+        (
+            [{"action": "Count", "replicaTypes": ["Master"], "onReasons": ["Error"]}],
+            None,
+            [f"{FP}[0].replicaTypes[0]"],
+        ),
+        (
+            [{"action": "Count", "replicaTypes": ["Tuner"], "onReasons": ["Error"]}],
+            None,
+            [f"{FP}[0].replicaTypes"],
+        ),
+        (
+            [{"action": "Count", "replicaTypes": ["Worker"], "onReasons": ["Error"]}],
+            "MXTune",
+            [f"{FP}[0].replicaTypes"],
+        ),
+        (
+            [{"action": "RestartReplica", "replicaTypes": ["Worker"], "onReasons": ["Error"]}],
+            None,
+            [],
+        ),
+        ([{"action": "RestartReplica", "onReasons": ["Error"]}], None, []),
+        (
+            [{"action": "RestartReplica", "replicaTypes": ["Server"], "onReasons": ["Error"]}],
+            None,
+            [f"{FP}[0].action"],
+        ),
+        (
+            [
+                {
+                    "action": "RestartReplica",
+                    "replicaTypes": ["TunerTracker"],
+                    "onReasons": ["Error"],
+                }
+            ],
+            "MXTune",
+            [f"{FP}[0].action"],
+        ),
+        (
+            [
+                {"name": "a", "action": "Count", "onReasons": ["E"]},
+                {"name": "a", "action": "Ignore", "onReasons": ["F"]},
+            ],
+            None,
+            [f"{FP}[1].name"],
+        ),
+        ([{"name": "x" * 64, "action": "Count", "onReasons": ["E"]}], None, [f"{FP}[0].name"]),
+        ([{"action": "Count", "onReasons": ["E"]}] * 21, None, [FP]),
+        ("FailJob", None, [FP]),
+        (["FailJob"], None, [f"{FP}[0]"]),
+    ],
+)
+def test_failure_policy_rules(rules: Any, mode: str | None, paths: list[str]) -> None:
+    assert policy_problems(rules, mode) == sorted(paths)
+
+
+def test_failure_policy_inline_layout_names_its_path() -> None:
+    """`spec.failurePolicy` (where JobSet users write it) is read like runPolicy's."""
+    assert policy_problems([{"action": "FailJob"}], inline=True) == ["spec.failurePolicy.rules[0]"]
+
+
+#: Every replica restartPolicy Never: a name of 51 - 6 = 45..50 characters fits without `-r`.
+NEVER_ONLY = {"Worker": replica(1)}
+
+
+@pytest.mark.parametrize(
+    ("action", "refused"),
+    [("FailJob", False), ("Count", True), ("Ignore", True), ("RestartJob", True)],
+)
+def test_retrying_rule_reserves_attempt_suffix(action: str, refused: bool) -> None:
+    """A rule that retries can rename a pod of a Never-only job, so `-r<attempt>` is reserved."""
+    name = "m" * 50
+    policy = {"failurePolicy": {"rules": [{"action": action, "onReasons": ["OOMKilled"]}]}}
+    spec, unreadable = load(mxjob(name, replicas=NEVER_ONLY, run_policy=policy)["spec"])
+    assert spec is not None, unreadable
+    assert [p.path for p in validate(name, spec)] == (["metadata.name"] if refused else [])

@@ -88,6 +88,13 @@ def terminated(
     return obj
 
 
+def oom_killed(pod: dict[str, Any], minutes: float = 10) -> dict[str, Any]:
+    """A pod whose mxnet container the kernel's OOM killer ended: 137, reason OOMKilled."""
+    obj = terminated(pod, 137, minutes=minutes)
+    obj["status"]["containerStatuses"][0]["state"]["terminated"]["reason"] = "OOMKilled"
+    return obj
+
+
 def disrupted(pod: dict[str, Any], reason: str = "PreemptionByScheduler") -> dict[str, Any]:
     """A pod the cluster takes away: condition DisruptionTarget, as preemption or a drain set."""
     obj = copy.deepcopy(pod)

@@ -111,6 +111,8 @@ class Reason(StrEnum):
 
 
 TERMINAL = (ConditionType.SUCCEEDED, ConditionType.FAILED)
+#: Pod condition set when the cluster takes a pod away: preemption, drain, taint, node shutdown.
+DISRUPTION = "DisruptionTarget"
 
 LABEL_PREFIX = "training.kubeflow.org/"
 LABEL_JOB_NAME = LABEL_PREFIX + "job-name"

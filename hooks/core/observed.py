@@ -10,7 +10,13 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
-from hooks.core.api import ANNOTATION_RESTARTS, ANNOTATION_RUN, MXNET_CONTAINER, ConditionStatus
+from hooks.core.api import (
+    ANNOTATION_RESTARTS,
+    ANNOTATION_RUN,
+    DISRUPTION,
+    MXNET_CONTAINER,
+    ConditionStatus,
+)
 from hooks.core.fields import dig, dig_dict, dig_int, dig_list
 from hooks.core.naming import Slot, parse_pod_name
 from hooks.core.rejoin import WAIT_CONTAINER
@@ -29,8 +35,6 @@ class PodPhase(StrEnum):
 
 FINISHED_PHASES = (PodPhase.SUCCEEDED, PodPhase.FAILED)
 _PHASES = {phase.value: phase for phase in PodPhase}
-#: Pod condition set when the cluster takes a pod away: preemption, drain, taint, node shutdown.
-DISRUPTION = "DisruptionTarget"
 #: How long past its `deletionTimestamp` (the end of its grace period, when the kubelet kills
 #: it) a pod may still be observed before it counts as lost with its node (docs/restarts.md).
 LOST_AFTER = timedelta(seconds=15)
@@ -76,6 +80,12 @@ class ObservedPod:
     wait_failed: str | None = None
     #: Still observed LOST_AFTER past its deletionTimestamp: its node does not answer.
     lost: bool = False
+    #: (container name, exit code) of every terminated container, for failurePolicy rules.
+    exits: tuple[tuple[str, int], ...] = ()
+    #: The pod's `status.reason` and the mxnet container's terminated `reason`, where set.
+    reasons: frozenset[str] = frozenset()
+    #: The pod's conditions as (type, status).
+    conditions: frozenset[tuple[str, str]] = frozenset()
 
     @property
     def active(self) -> bool:
@@ -119,6 +129,8 @@ def read_pod(job: str, pod: dict[str, Any]) -> ObservedPod | None:
     raw_phase = dig(pod, "status", "phase")
     phase = _PHASES.get(raw_phase, PodPhase.PENDING) if isinstance(raw_phase, str) else None
     conditions = [c for c in dig_list(pod, "status", "conditions") if isinstance(c, dict)]
+    pod_reason = _text(dig(pod, "status", "reason"))
+    mxnet_reason = _text(terminated.get("reason"))
     return ObservedPod(
         name=str(dig(pod, "metadata", "name")),
         slot=slot,
@@ -131,7 +143,7 @@ def read_pod(job: str, pod: dict[str, Any]) -> ObservedPod | None:
         or parse_time(dig(pod, "status", "startTime")),
         finished=parse_time(terminated.get("finishedAt")),
         exit_code=dig_int(terminated, "exitCode"),
-        reason=_text(dig(pod, "status", "reason")) or _text(terminated.get("reason")),
+        reason=pod_reason or mxnet_reason,
         restart_count=sum(max(dig_int(s, "restartCount") or 0, 0) for s in statuses),
         restarts_before=_count(dig(pod, "metadata", "annotations", ANNOTATION_RESTARTS)),
         run=_count(dig(pod, "metadata", "annotations", ANNOTATION_RUN)),
@@ -139,6 +151,18 @@ def read_pod(job: str, pod: dict[str, Any]) -> ObservedPod | None:
         deadline=parse_time(dig(pod, "metadata", "deletionTimestamp")),
         blocked=_blocked([*inits, *statuses], conditions) if phase is PodPhase.PENDING else None,
         wait_failed=_wait_failed(inits),
+        exits=tuple(
+            (s["name"], code)
+            for s in statuses
+            if isinstance(s.get("name"), str)
+            and (code := dig_int(s, "state", "terminated", "exitCode")) is not None
+        ),
+        reasons=frozenset(r for r in (pod_reason, mxnet_reason) if r),
+        conditions=frozenset(
+            (c["type"], c["status"])
+            for c in conditions
+            if isinstance(c.get("type"), str) and isinstance(c.get("status"), str)
+        ),
     )
 
 

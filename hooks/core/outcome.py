@@ -10,6 +10,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from hooks.core.api import ConditionType, JobMode, Reason, ReplicaType, SuccessPolicy
+from hooks.core.failure_policy import Action
 from hooks.core.job import Job
 from hooks.core.naming import MAX_ATTEMPT
 from hooks.core.observed import PodPhase
@@ -78,7 +79,9 @@ def _failed_for_good(facts: _Facts) -> Outcome | None:
     pod = plan.fatal
     policy = facts.job.spec.replicas[plan.slot.rtype].restart_policy
     what = f"{replica_words(plan.slot, pod)} {describe_exit(pod)}"
-    why = f"{what}, which restartPolicy {policy.value} does not retry."
+    verdict = plan.verdict
+    rule = verdict.by() if verdict and verdict.rule and verdict.action is Action.FAIL_JOB else None
+    why = f"{what}, which {rule or f'restartPolicy {policy.value}'} does not retry."
     return _failed(facts, Reason.FAILED, why, pod.finished or pod.last_event)
 
 
@@ -209,7 +212,8 @@ def deciding_types(job: Job) -> tuple[ReplicaType, ...]:
 
 def _restart_words(plan: SlotPlan) -> str:
     if plan.create_attempt and plan.current is not None:
-        return f"{describe_exit(plan.current)}; starting attempt {plan.create_attempt}"
+        words = describe_exit(plan.current, plan.verdict)
+        return f"{words}; starting attempt {plan.create_attempt}"
     failed = plan.keep[0] if len(plan.keep) > 1 else None
     if failed is None:
         return "is starting again"

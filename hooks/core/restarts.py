@@ -1,21 +1,19 @@
-"""Restart rules (docs/restarts.md): which failures are retried, and how each replica slot moves on.
+"""Restart rules (docs/restarts.md): how each replica slot moves on after a failure.
 
-Each replacement gets the next attempt name and an annotation with the restarts before it, so
-the attempt count and restart total never depend on hook memory or parent status. A disruption
-(the cluster took the pod away) is retried but not counted toward backoffLimit: it is not the
-job's fault, as Kubernetes Jobs users get with podFailurePolicy `Ignore` on DisruptionTarget.
+Which failures are retried, and whether a retry counts, is the failure policy's verdict
+(`failure_policy.judge`: the user's rules, then the restartPolicy's). Each replacement gets the
+next attempt name and an annotation with the restarts before it, so the attempt count and restart
+total never depend on hook memory or parent status.
 """
 
 from dataclasses import dataclass
-from enum import Enum
 
 from hooks.core.api import RestartPolicy
+from hooks.core.failure_policy import Action, Rule, Verdict, judge
 from hooks.core.naming import MAX_ATTEMPT, Slot
 from hooks.core.observed import ObservedPod, PodPhase
 
 SIGKILL_EXIT = 137
-#: SIGINT, SIGKILL, SIGTERM, and 138 which users raise to ask for a retry.
-RETRYABLE_EXIT_CODES = frozenset({130, 137, 138, 143})
 
 EXIT_MEANINGS = {
     1: "general error",
@@ -31,51 +29,22 @@ EXIT_MEANINGS = {
 }
 
 
-class Retry(Enum):
-    """What a failed pod means for its slot."""
-
-    REPLACE = "replace"
-    FATAL = "fatal"
-
-
-def is_retryable(pod: ObservedPod) -> bool:
-    """Whether a failed pod may be retried under ExitCode: a disruption always may."""
-    return pod.disrupted or exit_is_retryable(pod.exit_code)
-
-
-def counts_toward_backoff(pod: ObservedPod) -> int:
-    """What replacing this failed pod adds to the restart count: 0 for a disruption."""
-    return 0 if pod.disrupted else 1
-
-
-def exit_is_retryable(exit_code: int | None) -> bool:
-    """Whether a failed pod's mxnet exit code allows a retry under ExitCode.
-
-    Retryable: the signal codes above; no exit code (evicted, node lost, preempted); and 0,
-    which on a failed pod means another container failed it, not the training process.
-    """
-    return exit_code is None or exit_code == 0 or exit_code in RETRYABLE_EXIT_CODES
-
-
-def on_failure(policy: RestartPolicy, pod: ObservedPod) -> Retry:
-    """Never fails the job; ExitCode judges the mxnet exit code; Always/OnFailure replace. A
-    rejoin wait that could not run would fail the same way in every replacement: fatal."""
-    if policy is RestartPolicy.NEVER or pod.wait_failed is not None:
-        return Retry.FATAL
-    if policy is RestartPolicy.EXIT_CODE and not is_retryable(pod):
-        return Retry.FATAL
-    return Retry.REPLACE
-
-
 def replica_words(slot: Slot, pod: ObservedPod | None = None) -> str:
     """`Worker replica 2 (pod x-worker-2-r1)`: names a replica the way users look it up."""
     where = f" (pod {pod.name})" if pod else ""
     return f"{slot.rtype.value} replica {slot.index}{where}"
 
 
-def describe_exit(pod: ObservedPod) -> str:
+def describe_exit(pod: ObservedPod, retried: Verdict | None = None) -> str:
     """Words for how a pod ended, for condition messages: what the kubelet and the cluster
-    said of it (exit code, its meaning, the termination reason, a deletion, a lost node)."""
+    said of it (exit code, its meaning, the termination reason, a deletion, a lost node).
+
+    `retried`: the failure policy's verdict on a pod that is retried; it says whether the retry
+    counts, and names the user's rule that decided (docs/restarts.md#failure-policy)."""
+    uncounted = pod.disrupted if retried is None else retried.added == 0
+    cost = ", not counted toward backoffLimit" if uncounted else ""
+    if retried is not None and retried.rule:
+        cost += f", as {retried.by()} says"
     why = f" ({pod.reason})" if pod.reason else ""
     if pod.wait_failed is not None:
         return (
@@ -83,13 +52,12 @@ def describe_exit(pod: ObservedPod) -> str:
             f" {pod.wait_failed}"
         )
     if pod.lost:
-        cost = ", not counted toward backoffLimit" if pod.disrupted else ""
         return f"was lost with its node (still Terminating past its grace period){why}{cost}"
     if pod.disrupted:
-        return f"was disrupted by the cluster{why}, not counted toward backoffLimit"
+        return f"was disrupted by the cluster{why}{cost}"
     deleted = "was deleted and " if pod.terminating else ""
     if pod.exit_code is None:
-        return f"{deleted}failed without an exit code of its mxnet container{why}"
+        return f"{deleted}failed without an exit code of its mxnet container{why}{cost}"
     meaning = EXIT_MEANINGS.get(pod.exit_code)
     if pod.reason == "OOMKilled":
         meaning = "killed for using more memory than its limit"
@@ -98,7 +66,8 @@ def describe_exit(pod: ObservedPod) -> str:
     # "Error" is the kubelet's word for any non-zero exit: the code already says it.
     shown = pod.reason if pod.reason not in (None, "Error") else None
     details = "; ".join(d for d in (meaning, f"reason {shown}" if shown else None) if d)
-    return f"{deleted}exited with code {pod.exit_code}" + (f" ({details})" if details else "")
+    shown_details = f" ({details})" if details else ""
+    return f"{deleted}exited with code {pod.exit_code}{shown_details}{cost}"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -130,6 +99,8 @@ class SlotPlan:
     run: int = 0
     #: The slot's restarts so far, without the replacement this plan asks for.
     counted: int = 0
+    #: The failure policy's verdict on the current attempt, when it failed.
+    verdict: Verdict | None = None
 
     @property
     def restarting(self) -> bool:
@@ -144,7 +115,11 @@ class SlotPlan:
 
 
 def plan_slot(
-    slot: Slot, policy: RestartPolicy, attempts: list[ObservedPod], start: RunStart
+    slot: Slot,
+    policy: RestartPolicy,
+    attempts: list[ObservedPod],
+    start: RunStart,
+    rules: tuple[Rule, ...] = (),
 ) -> SlotPlan:
     """Decide one slot from its observed attempts of the current run (oldest first).
 
@@ -175,7 +150,8 @@ def plan_slot(
             run=start.run,
             counted=so_far,
         )
-    if on_failure(policy, current) is Retry.FATAL or current.attempt >= MAX_ATTEMPT:
+    verdict = judge(rules, policy, slot.rtype, current)
+    if verdict.action is Action.FAIL_JOB or current.attempt >= MAX_ATTEMPT:
         return SlotPlan(
             slot=slot,
             keep=(current,),
@@ -184,8 +160,9 @@ def plan_slot(
             fatal=current,
             run=start.run,
             counted=so_far,
+            verdict=verdict,
         )
-    after = so_far + counts_toward_backoff(current)
+    after = so_far + verdict.added
     return SlotPlan(
         slot=slot,
         keep=(current,),
@@ -195,4 +172,5 @@ def plan_slot(
         restarts=after,
         run=start.run,
         counted=so_far,
+        verdict=verdict,
     )

@@ -23,19 +23,13 @@ from typing import Any
 
 from hooks.core import conditions as cond
 from hooks.core.api import ConditionStatus, ConditionType, JobMode, ReplicaType, RestartPolicy
+from hooks.core.failure_policy import Action
 from hooks.core.fields import dig, dig_dict
 from hooks.core.job import Job
 from hooks.core.labels import job_labels
 from hooks.core.naming import Slot, run_from_record_name, run_record_name
 from hooks.core.observed import ObservedPod, PodPhase
-from hooks.core.restarts import (
-    RunStart,
-    SlotPlan,
-    counts_toward_backoff,
-    describe_exit,
-    plan_slot,
-    replica_words,
-)
+from hooks.core.restarts import RunStart, SlotPlan, describe_exit, plan_slot, replica_words
 from hooks.core.timestamps import format_time, parse_time
 
 #: Replica types whose loss the other processes cannot survive (docs/restarts.md).
@@ -170,26 +164,37 @@ def _run_start(
 
 
 def _trigger(job: Job, plan: SlotPlan) -> tuple[int, str] | None:
-    """Whether this slot's state restarts the whole job: the restarts it adds and the words."""
+    """Whether this slot's state restarts the whole job: the restarts it adds and the words.
+
+    A failed pod restarts the whole job when a failurePolicy rule says RestartJob (any type), or
+    when its type cannot be replaced alone."""
     pod = plan.current
-    if plan.slot.rtype not in WHOLE_JOB_TYPES or pod is None or plan.fatal is not None:
+    if pod is None or plan.fatal is not None:
         return None
-    if pod.phase is PodPhase.FAILED and plan.create_attempt is not None:
-        return counts_toward_backoff(pod), describe_exit(pod)
+    verdict = plan.verdict
+    failed = pod.phase is PodPhase.FAILED and plan.create_attempt is not None
+    if failed and verdict is not None and verdict.action is Action.RESTART_JOB:
+        return plan.restarts - plan.counted, describe_exit(pod, verdict)
+    if plan.slot.rtype not in WHOLE_JOB_TYPES:
+        return None
+    alone = f", and {_WHO[job.spec.mode]} cannot replace a {plan.slot.rtype.value} alone"
+    if failed:
+        return plan.restarts - plan.counted, describe_exit(pod, verdict) + alone
     if pod.terminating and pod.disrupted:
         # Preempted or drained: the pod is deleted, not failed. A deletion without that
         # condition may be the hook's own (suspend) and is left to the slot's plan.
-        return 0, describe_exit(pod)
+        return 0, describe_exit(pod) + alone
     policy = job.spec.replicas[plan.slot.rtype].restart_policy
     if policy in _IN_PLACE and pod.restart_count > 0:
         # The kubelet already restarted it, and its restartCount already counts that restart.
-        return 0, f"was restarted in place by the kubelet ({pod.restart_count} restarts)"
+        return 0, f"was restarted in place by the kubelet ({pod.restart_count} restarts){alone}"
     return None
 
 
 def decide_restart(job: Job, run: int, plans: list[SlotPlan]) -> RunRecord | None:
     """A whole-job restart when a Scheduler/Server (TunerTracker/Tuner) of the run failed in a
-    retryable way, was restarted in place, or is being taken away by the cluster; else None."""
+    retryable way, was restarted in place, or is being taken away by the cluster, or when a
+    failurePolicy rule said RestartJob for any failed pod; else None."""
     for plan in plans:
         trigger = _trigger(job, plan)
         if trigger is None or plan.current is None:
@@ -200,8 +205,7 @@ def decide_restart(job: Job, run: int, plans: list[SlotPlan]) -> RunRecord | Non
         newest = max((p.attempt for q in plans for p in (*q.keep, q.current) if p), default=0)
         pod = plan.current
         cause = (
-            f"MXJob {job.name} is restarting the whole job: {replica_words(plan.slot, pod)} "
-            f"{words}, and {_WHO[job.spec.mode]} cannot replace a {plan.slot.rtype.value} alone"
+            f"MXJob {job.name} is restarting the whole job: {replica_words(plan.slot, pod)} {words}"
         )
         return RunRecord(
             run=run + 1,
@@ -297,6 +301,7 @@ def plan_run(
             job.spec.replicas[slot.rtype].restart_policy,
             [p for p in pods.get(slot, []) if p.run == run],
             _run_start(record, run, pods, slot),
+            job.spec.run_policy.failure_rules,
         )
         for slot in slots
     ]

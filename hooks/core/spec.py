@@ -19,6 +19,7 @@ from hooks.core.api import (
     RestartPolicy,
     SuccessPolicy,
 )
+from hooks.core.failure_policy import Action, OnExitCodes, Operator, Rule
 from hooks.core.fields import MAX_DEPTH, too_deep
 
 #: Kubeflow's run-policy fields are int32; larger values only overflow date arithmetic.
@@ -31,7 +32,14 @@ MAX_SHOWN = 60
 #: Port protocols Kubernetes accepts.
 PROTOCOLS = ("TCP", "UDP", "SCTP")
 
-_E = TypeVar("_E", JobMode, RestartPolicy, CleanPodPolicy)
+_E = TypeVar("_E", JobMode, RestartPolicy, CleanPodPolicy, Action, Operator)
+#: Bounds of failurePolicy (Kubernetes Job podFailurePolicy has the same: 20 rules, 20
+#: condition patterns, 255 exit codes); they also bound the CRD's CEL cost.
+MAX_RULES = 20
+MAX_PATTERNS = 20
+MAX_EXIT_CODES = 255
+#: Pod condition statuses a rule may name; absent means "True".
+CONDITION_STATUSES = ("True", "False", "Unknown")
 
 #: Run-policy fields, also accepted directly under `spec` (kubeflow/mxnet-operator v1 layout).
 RUN_POLICY_FIELDS = (
@@ -41,6 +49,7 @@ RUN_POLICY_FIELDS = (
     "backoffLimit",
     "suspend",
     "schedulingPolicy",
+    "failurePolicy",
 )
 
 
@@ -76,6 +85,8 @@ class RunPolicy:
     backoff_limit: int | None = None
     suspend: bool = False
     scheduling: SchedulingPolicy = field(default_factory=SchedulingPolicy)
+    #: `failurePolicy.rules`, in order (docs/restarts.md#failure-policy).
+    failure_rules: tuple[Rule, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -239,6 +250,7 @@ def _run_policy(reader: _Reader, spec: dict[str, Any]) -> RunPolicy:
         backoff_limit=reader.integer(*value("backoffLimit"), 0),
         suspend=suspend_value is True,
         scheduling=_scheduling(reader, *value("schedulingPolicy")),
+        failure_rules=_failure_policy(reader, *value("failurePolicy")),
     )
 
 
@@ -255,6 +267,134 @@ def _scheduling(reader: _Reader, raw: object, path: str) -> SchedulingPolicy:
             policy.get("scheduleTimeoutSeconds"), f"{path}.scheduleTimeoutSeconds", 1
         ),
     )
+
+
+def _failure_policy(reader: _Reader, raw: object, path: str) -> tuple[Rule, ...]:
+    """`failurePolicy.rules`: each rule read, names unique (messages name the rule)."""
+    policy = reader.mapping(raw, path)
+    rules = _bounded_list(reader, (policy or {}).get("rules"), f"{path}.rules", MAX_RULES, 0)
+    read = [_rule(reader, r, f"{path}.rules[{i}]") for i, r in enumerate(rules)]
+    seen: set[str] = set()
+    for rule in read:
+        if rule is not None and rule.name is not None:
+            if rule.name in seen:
+                reader.fail(f"{rule.path}.name", f"{rule.name!r} names an earlier rule too")
+            seen.add(rule.name)
+    return tuple(rule for rule in read if rule is not None)
+
+
+def _bounded_list(
+    reader: _Reader, value: object, path: str, most: int, least: int = 1
+) -> list[Any]:
+    """A list of `least` to `most` items; [] (after a problem) for anything else or absent."""
+    if value is None:
+        return []
+    if not isinstance(value, list) or not least <= len(value) <= most:
+        reader.fail(path, f"must be a list of {least} to {most} items")
+        return []
+    return value
+
+
+def _rule(reader: _Reader, raw: object, path: str) -> Rule | None:
+    """One failure rule; None when it cannot be used (its problems are recorded)."""
+    rule = reader.mapping(raw, path)
+    if rule is None:
+        if raw is None:
+            reader.fail(path, "must be an object (a rule)")
+        return None
+    before = len(reader.problems)
+    name = reader.string(rule.get("name"), f"{path}.name")
+    if name is not None and len(name) > 63:
+        reader.fail(f"{path}.name", "must be at most 63 characters")
+    if rule.get("action") is None:
+        reader.fail(f"{path}.action", f"is required: one of {', '.join(Action)}")
+    action = reader.choice(rule.get("action"), f"{path}.action", Action, Action.COUNT)
+    matchers = [k for k in ("onExitCodes", "onPodConditions", "onReasons") if k in rule]
+    if not matchers:
+        reader.fail(path, "needs a matcher: onExitCodes, onPodConditions or onReasons")
+    read = Rule(
+        action,
+        name=name,
+        replica_types=_rule_types(reader, rule.get("replicaTypes"), f"{path}.replicaTypes"),
+        on_exit_codes=_on_exit_codes(reader, rule.get("onExitCodes"), f"{path}.onExitCodes"),
+        on_pod_conditions=_on_conditions(
+            reader, rule.get("onPodConditions"), f"{path}.onPodConditions"
+        ),
+        on_reasons=_on_reasons(reader, rule.get("onReasons"), f"{path}.onReasons"),
+        path=path,
+    )
+    return read if len(reader.problems) == before else None
+
+
+def _rule_types(reader: _Reader, value: object, path: str) -> frozenset[ReplicaType] | None:
+    """`replicaTypes`: replica types, matched case-insensitively like mxReplicaSpecs keys."""
+    if value is None:
+        return None
+    found = set()
+    for i, name in enumerate(_bounded_list(reader, value, path, len(ReplicaType))):
+        rtype = TYPE_BY_FOLDED_NAME.get(name.lower()) if isinstance(name, str) else None
+        if rtype is None:
+            allowed = ", ".join(t.value for t in ReplicaType)
+            reader.fail(f"{path}[{i}]", f"must be one of {allowed}, got {shown(name)}")
+        else:
+            found.add(rtype)
+    return frozenset(found)
+
+
+def _on_exit_codes(reader: _Reader, value: object, path: str) -> OnExitCodes | None:
+    """`onExitCodes`: operator and values required; containerName defaults to mxnet."""
+    matcher = reader.mapping(value, path)
+    if matcher is None:
+        return None
+    container = reader.string(matcher.get("containerName"), f"{path}.containerName")
+    if matcher.get("operator") is None:
+        reader.fail(f"{path}.operator", "is required: In or NotIn")
+    operator = reader.choice(matcher.get("operator"), f"{path}.operator", Operator, Operator.IN)
+    vpath = f"{path}.values"
+    values = _bounded_list(reader, matcher.get("values"), vpath, MAX_EXIT_CODES)
+    if matcher.get("values") is None:
+        reader.fail(vpath, f"is required: 1 to {MAX_EXIT_CODES} exit codes")
+    codes = [reader.integer(v, f"{vpath}[{i}]", -INT32_MAX - 1) for i, v in enumerate(values)]
+    if len(set(codes)) != len(codes):
+        reader.fail(vpath, "must not repeat a value")
+    if operator is Operator.IN and 0 in codes:
+        reader.fail(vpath, "0 cannot be used with In: exit code 0 never fails a pod")
+    return OnExitCodes(
+        operator,
+        frozenset(c for c in codes if c is not None),
+        container or MXNET_CONTAINER,
+    )
+
+
+def _on_conditions(reader: _Reader, value: object, path: str) -> frozenset[tuple[str, str]] | None:
+    """`onPodConditions`: [{type, status (default True)}]; one on the pod suffices."""
+    if value is None:
+        return None
+    patterns = set()
+    for i, raw in enumerate(_bounded_list(reader, value, path, MAX_PATTERNS)):
+        pattern = reader.mapping(raw, f"{path}[{i}]")
+        if pattern is None:
+            continue
+        ctype = reader.string(pattern.get("type"), f"{path}[{i}].type")
+        if ctype is None:
+            reader.fail(f"{path}[{i}].type", "is required: a pod condition type")
+        status = pattern.get("status", "True")
+        if status not in CONDITION_STATUSES:
+            allowed = ", ".join(CONDITION_STATUSES)
+            reader.fail(f"{path}[{i}].status", f"must be one of {allowed}, got {shown(status)}")
+        if ctype is not None:
+            patterns.add((ctype, str(status)))
+    return frozenset(patterns)
+
+
+def _on_reasons(reader: _Reader, value: object, path: str) -> frozenset[str] | None:
+    """`onReasons`: termination reasons such as OOMKilled, Evicted, DeadlineExceeded."""
+    if value is None:
+        return None
+    reasons = _bounded_list(reader, value, path, MAX_PATTERNS)
+    for i, reason in enumerate(reasons):
+        reader.string(reason, f"{path}[{i}]")
+    return frozenset(r for r in reasons if isinstance(r, str) and r)
 
 
 def _replica_specs(reader: _Reader, raw: object) -> dict[ReplicaType, ReplicaSpec]:

@@ -5,8 +5,14 @@ result. The CRD enforces most of them too, but objects can predate the CRD.
 """
 
 from hooks.core.api import MODE_TYPES, JobMode, ReplicaType, RestartPolicy
+from hooks.core.failure_policy import Action
 from hooks.core.naming import DNS_1035, DNS_LABEL_MAX, longest_suffix
 from hooks.core.spec import JobSpec, Problem
+
+#: Types ps-lite (AutoTVM) cannot replace alone: a RestartReplica rule naming one is refused.
+NOT_ALONE = frozenset(
+    {ReplicaType.SCHEDULER, ReplicaType.SERVER, ReplicaType.TUNER_TRACKER, ReplicaType.TUNER}
+)
 
 _PATH = "spec.mxReplicaSpecs"
 
@@ -14,6 +20,7 @@ _PATH = "spec.mxReplicaSpecs"
 def validate(name: str, spec: JobSpec) -> list[Problem]:
     """Every cross-field problem of a readable spec; empty when the job can run."""
     problems = _mode_rules(spec)
+    problems.extend(_failure_rules(spec))
     problems.extend(_name_rules(name, spec))
     return problems
 
@@ -55,6 +62,51 @@ def _mode_rules(spec: JobSpec) -> list[Problem]:
     return problems
 
 
+def _failure_rules(spec: JobSpec) -> list[Problem]:
+    """failurePolicy rules against the job: replica types of its mode, RestartReplica only for
+    types replaced alone, onExitCodes.containerName a container the rule's types have."""
+    problems = []
+    allowed = MODE_TYPES[spec.mode]
+    for rule in spec.run_policy.failure_rules:
+        types = rule.replica_types
+        for rtype in sorted(types or ()):
+            if rtype not in allowed:
+                problems.append(
+                    Problem(
+                        f"{rule.path}.replicaTypes",
+                        f"{rtype.value} is not a replica type of jobMode {spec.mode.value}",
+                    )
+                )
+            elif rule.action is Action.RESTART_REPLICA and rtype in NOT_ALONE:
+                problems.append(
+                    Problem(
+                        f"{rule.path}.action",
+                        f"RestartReplica cannot apply to {rtype.value}: it cannot be replaced "
+                        "alone (docs/restarts.md); use RestartJob",
+                    )
+                )
+        codes = rule.on_exit_codes
+        targets = [r for t, r in spec.replicas.items() if types is None or t in types]
+        if (
+            codes is not None
+            and targets
+            and not any(codes.container in _container_names(r.template) for r in targets)
+        ):
+            problems.append(
+                Problem(
+                    f"{rule.path}.onExitCodes.containerName",
+                    f"{codes.container!r} is not a container of the replica types it applies to",
+                )
+            )
+    return problems
+
+
+def _container_names(template: dict[str, object]) -> set[object]:
+    spec = template.get("spec")
+    containers = spec.get("containers", []) if isinstance(spec, dict) else []
+    return {c.get("name") for c in containers if isinstance(c, dict)}
+
+
 def _name_rules(name: str, spec: JobSpec) -> list[Problem]:
     if not DNS_1035.match(name):
         return [
@@ -64,9 +116,12 @@ def _name_rules(name: str, spec: JobSpec) -> list[Problem]:
                 "starting with a letter and ending with a letter or digit",
             )
         ]
-    # Only a job whose every replica has restartPolicy Never can never replace a pod (whole-job
-    # restarts rename every replica too), so only it may skip the `-rNNNN` reserve.
-    replaceable = any(r.restart_policy is not RestartPolicy.NEVER for r in spec.replicas.values())
+    # Only a job whose every replica has restartPolicy Never, and no failurePolicy rule that
+    # retries, can never replace a pod (whole-job restarts rename every replica too), so only it
+    # may skip the `-rNNNN` reserve.
+    replaceable = any(
+        r.restart_policy is not RestartPolicy.NEVER for r in spec.replicas.values()
+    ) or any(rule.action is not Action.FAIL_JOB for rule in spec.run_policy.failure_rules)
     counts = {t: r.replicas for t, r in spec.replicas.items()}
     limit = DNS_LABEL_MAX - longest_suffix(counts, replaceable)
     if len(name) > limit:
