@@ -9,6 +9,7 @@ the activeDeadlineSeconds, and when a pod is lost with its node. The status neve
 """
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Required, TypedDict
@@ -152,7 +153,7 @@ def _active(job: Job, request: SyncRequest, now: datetime) -> SyncResponse:
     elif record_child is not None:
         listed.append(retention.as_observed(record_child))
     if not runs.may_delete_old_run(previous, record, plan.plans):
-        listed.extend(_pod_as_listed(job, pod) for pod in plan.old)
+        listed.extend(_kept_pods(job, plan.old))
     return SyncResponse(new_status, listed, _resync(job, start, plan, pods, now))
 
 
@@ -175,9 +176,16 @@ def _resync(
     return max(1.0, math.ceil((min(ahead) - now).total_seconds()))
 
 
-def _pod_as_listed(job: Job, pod: ObservedPod) -> dict[str, Any]:
-    """An observed pod of this job listed as its desired self (kept, never changed)."""
-    return desired_pod(job, pod.slot, pod.attempt, pod.restarts_before, pod.run)
+def _kept_pods(job: Job, pods: Iterable[ObservedPod]) -> list[dict[str, Any]]:
+    """Observed pods of this job listed as their desired selves (kept, never changed). A pod
+    lost with its node is left out: it is being deleted already and Metacontroller skips
+    children pending deletion, so leaving it out changes nothing in the cluster and keeps every
+    answer the same whichever run the lost pod is counted in."""
+    return [
+        desired_pod(job, pod.slot, pod.attempt, pod.restarts_before, pod.run)
+        for pod in pods
+        if not pod.lost
+    ]
 
 
 def _active_children(
@@ -192,7 +200,7 @@ def _active_children(
         observed_group = request.group(job.gang.value).get(job.name)
     admit = creating and gang.admits_new_pods(job.gang, observed_group)
     for plan in plans:
-        result.extend(_pod_as_listed(job, p) for p in plan.keep)
+        result.extend(_kept_pods(job, plan.keep))
         if plan.create_attempt is not None and admit:
             slot_pod = desired_pod(
                 job, plan.slot, plan.create_attempt, plan.create_restarts_before, plan.run
