@@ -255,6 +255,21 @@ def exitcode_replacement_running() -> Json:
 
 
 @case
+def second_worker_failure_restarts_the_whole_job() -> Json:
+    """A second Worker failing in a run that replaced one already restarts the whole job.
+
+    MXNet 1.9.1's ps-lite Scheduler takes back one replaced node in its life: the next one
+    makes it abort (van.cc: recovery_nodes keeps growing), so a new run brings a new
+    Scheduler."""
+    body = exitcode_replacement_running()
+    children = [c for group in body["children"].values() for c in group.values()]
+    children = with_states(children, mnist_worker_0=lambda p: terminated(p, 137, minutes=30))
+    parent = copy.deepcopy(body["parent"])
+    parent["status"] = status_after(parent, children)
+    return request(parent, children)
+
+
+@case
 def exitcode_worker_exit_1() -> Json:
     """ExitCode policy, a Worker exits 1 (permanent): Failed, the message names replica and code."""
     job, children = _running(replicas=EXITCODE_WORKERS)

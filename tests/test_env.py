@@ -5,7 +5,7 @@ from typing import Any
 
 from hooks.core.env import HEARTBEAT_INTERVAL, HEARTBEAT_TIMEOUT
 from tests.builders import mxjob, replica, request, run
-from tests.kubelet_env import expand, resolve
+from testsupport.kubelet_env import expand, resolve
 
 SEED_CLUSTER = (
     '{"scheduler":[{"url":"mxnet-job-scheduler-0","port":9091}],'

@@ -29,6 +29,7 @@ from hooks.core.job import Job
 from hooks.core.labels import job_labels
 from hooks.core.naming import Slot, run_from_record_name, run_record_name
 from hooks.core.observed import ObservedPod, PodPhase
+from hooks.core.rejoin import through_ps_lite
 from hooks.core.restarts import RunStart, SlotPlan, describe_exit, plan_slot, replica_words
 from hooks.core.timestamps import format_time, parse_time
 
@@ -163,11 +164,13 @@ def _run_start(
     return RunStart(run=run, attempt=newest + 1)
 
 
-def _trigger(job: Job, plan: SlotPlan) -> tuple[int, str] | None:
+def _trigger(job: Job, plan: SlotPlan, worker_replaced: bool) -> tuple[int, str] | None:
     """Whether this slot's state restarts the whole job: the restarts it adds and the words.
 
-    A failed pod restarts the whole job when a failurePolicy rule says RestartJob (any type), or
-    when its type cannot be replaced alone."""
+    A failed pod restarts the whole job when a failurePolicy rule says RestartJob (any type),
+    when its type cannot be replaced alone, or when it is a second Worker to replace in one
+    ps-lite run: MXNet 1.9.1's Scheduler takes back one replaced node in its life and aborts
+    on the next (docs/restarts.md, "One replaced Worker per run")."""
     pod = plan.current
     if pod is None or plan.fatal is not None:
         return None
@@ -175,6 +178,14 @@ def _trigger(job: Job, plan: SlotPlan) -> tuple[int, str] | None:
     failed = pod.phase is PodPhase.FAILED and plan.create_attempt is not None
     if failed and verdict is not None and verdict.action is Action.RESTART_JOB:
         return plan.restarts - plan.counted, describe_exit(pod, verdict)
+    if (
+        failed
+        and worker_replaced
+        and plan.slot.rtype is ReplicaType.WORKER
+        and through_ps_lite(job.spec)
+    ):
+        once = ", and ps-lite's Scheduler takes back only one replaced Worker in its life"
+        return plan.restarts - plan.counted, describe_exit(pod, verdict) + once
     if plan.slot.rtype not in WHOLE_JOB_TYPES:
         return None
     alone = f", and {_WHO[job.spec.mode]} cannot replace a {plan.slot.rtype.value} alone"
@@ -191,12 +202,15 @@ def _trigger(job: Job, plan: SlotPlan) -> tuple[int, str] | None:
     return None
 
 
-def decide_restart(job: Job, run: int, plans: list[SlotPlan]) -> RunRecord | None:
+def decide_restart(
+    job: Job, run: int, plans: list[SlotPlan], worker_replaced: bool = False
+) -> RunRecord | None:
     """A whole-job restart when a Scheduler/Server (TunerTracker/Tuner) of the run failed in a
     retryable way, was restarted in place, or is being taken away by the cluster, or when a
-    failurePolicy rule said RestartJob for any failed pod; else None."""
+    failurePolicy rule said RestartJob for any failed pod, or when a Worker fails in a ps-lite
+    run that already replaced one (`worker_replaced`); else None."""
     for plan in plans:
-        trigger = _trigger(job, plan)
+        trigger = _trigger(job, plan, worker_replaced)
         if trigger is None or plan.current is None:
             continue
         added, words = trigger
@@ -295,17 +309,25 @@ def plan_run(
     slots = job.slots()
     old = [p for slot in slots for p in pods.get(slot, []) if p.run < run]
     alive = _alive(old)
+    starts = {slot: _run_start(record, run, pods, slot) for slot in slots}
     plans = [
         plan_slot(
             slot,
             job.spec.replicas[slot.rtype].restart_policy,
             [p for p in pods.get(slot, []) if p.run == run],
-            _run_start(record, run, pods, slot),
+            starts[slot],
             job.spec.run_policy.failure_rules,
         )
         for slot in slots
     ]
-    fresh = None if alive else decide_restart(job, run, plans)
+    replaced = any(
+        p.attempt > starts[slot].attempt
+        for slot in slots
+        if slot.rtype is ReplicaType.WORKER
+        for p in pods.get(slot, [])
+        if p.run == run
+    )
+    fresh = None if alive else decide_restart(job, run, plans, replaced)
     if fresh is not None:
         return RunPlan(
             plans=_held(plans, fresh), old=old, fresh=fresh, restart=fresh, step=Step.RECORDING

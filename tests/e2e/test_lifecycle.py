@@ -14,7 +14,7 @@ from hooks.core.request import parse_request
 from hooks.core.sync import sync
 from tests.builders import NOW, mxjob, replica, request
 from tests.e2e.conftest import REPO, Cluster, wait_for
-from tests.kubelet_env import resolve
+from testsupport.kubelet_env import resolve
 
 EXAMPLES = sorted((REPO / "examples").glob("*.yaml"))
 

@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from tools.cluster import build, node
+from tools.cluster import build, mxnet_env, node
 from tools.cluster.node import NodeStack, load_any
 from tools.cluster.stack import Stack, StackError, default_run_dir
 
@@ -52,6 +52,7 @@ def cmd_prepare(args: argparse.Namespace) -> int:
         _log(f"real-node tier not prepared: {reason}")
     else:
         node.prepare(args.cache, _log)
+    mxnet_env.prepare(args.cache, _log)
     _log(f"end-to-end tiers prepared in {time.monotonic() - start:.1f}s")
     return 0
 
