@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 NODE_ANNOTATION = "kwok.x-k8s.io/node"
 NODE_SELECTOR = f"{NODE_ANNOTATION}=fake"
@@ -98,7 +99,7 @@ def write_config(kwok_home: Path, pod_stages: str, dest: Path) -> None:
     dest.write_text("\n---\n".join(d.strip() + "\n" for d in docs))
 
 
-def node(name: str) -> dict[str, object]:
+def node(name: str) -> dict[str, Any]:
     """A fake Node managed by KWOK, roomy enough for any test and without taints."""
     capacity = {"cpu": "64", "memory": "256Gi", "pods": "1000", "nvidia.com/gpu": "8"}
     return {

@@ -492,6 +492,9 @@ class Stack:
                 f"--kubeconfig={self.kubeconfig}",
                 f"--config={config}",
                 f"--manage-nodes-with-annotation-selector={kwok.NODE_SELECTOR}",
+                # Leases, renewed as a kubelet renews them: the node-lifecycle controller of the
+                # node-loss tests then sees KWOK's nodes alive.
+                "--node-lease-duration-seconds=10",
                 f"--cidr={POD_CIDR}",
                 "--node-ip=127.0.0.1",
             ],
