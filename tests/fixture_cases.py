@@ -832,6 +832,40 @@ def failure_policy_exit_42_fails_job() -> Json:
     )
 
 
+#: FailJob once a pod could not pull its image for 5 minutes.
+NO_IMAGE = {
+    "name": "no-image",
+    "action": "FailJob",
+    "onStartFailure": {"reasons": ["ErrImagePull", "ImagePullBackOff"], "afterSeconds": 300},
+}
+PULL_BACKOFF = 'Back-off pulling image "mxjob/mxnet:gpu-typo"'
+
+
+@case
+def failure_policy_image_pull_fails_job_in_time() -> Json:
+    """Rule no-image (onStartFailure, 300 s): a Worker without its image fails the job in time.
+
+    It fails at the pod's creation + 300 s; without the rule the job would wait for the image
+    for ever, naming it in its status."""
+    return _failing(
+        SMALL,
+        [NO_IMAGE],
+        3,
+        mnist_worker_1=lambda p: waiting(p, "ImagePullBackOff", PULL_BACKOFF),
+    )
+
+
+@case
+def failure_policy_image_pull_waits() -> Json:
+    """Rule onStartFailure of 2 hours: the job still waits and names the replica that waits.
+
+    The answer asks to be called back when the rule's time is up."""
+    rule = {**NO_IMAGE, "onStartFailure": {"afterSeconds": 7200}}
+    return _failing(
+        SMALL, [rule], 3, mnist_worker_1=lambda p: waiting(p, "ImagePullBackOff", PULL_BACKOFF)
+    )
+
+
 @case
 def failure_policy_oom_worker_restarts_job() -> Json:
     """Rule oom (RestartJob on OOMKilled): an OOMKilled Worker restarts the whole job, counted.

@@ -106,6 +106,7 @@ def test_every_rule_is_named_for_what_it_finds() -> None:
     assert [rule.__name__ for rule in RULES] == [
         "_succeeded",
         "_failed_for_good",
+        "_could_not_start",
         "_backoff_exceeded",
         "_deadline_exceeded",
         "_out_of_attempt_names",

@@ -124,6 +124,42 @@ TUNE_JOB = {
         ([{"action": "FailJob", "onExitCodes": EXIT_42}], None, []),
         ([], None, []),
         ([{"action": "FailJob"}], None, [f"{FP}[0]"]),  # no matcher
+        ([{"action": "FailJob", "onStartFailure": {"afterSeconds": 300}}], None, []),
+        (
+            [{"action": "FailJob", "onStartFailure": {"afterSeconds": 1, "reasons": ["X"]}}],
+            None,
+            [],
+        ),
+        (
+            [{"action": "Count", "onStartFailure": {"afterSeconds": 300}}],
+            None,
+            [f"{FP}[0].action"],
+        ),
+        (
+            [{"action": "FailJob", "onStartFailure": {"afterSeconds": 9}, "onReasons": ["E"]}],
+            None,
+            [f"{FP}[0].onStartFailure"],
+        ),
+        (
+            [{"action": "FailJob", "onStartFailure": {}}],
+            None,
+            [f"{FP}[0].onStartFailure.afterSeconds"],
+        ),
+        (
+            [{"action": "FailJob", "onStartFailure": {"afterSeconds": 0}}],
+            None,
+            [f"{FP}[0].onStartFailure.afterSeconds"],
+        ),
+        (
+            [{"action": "FailJob", "onStartFailure": {"afterSeconds": 86401}}],
+            None,
+            [f"{FP}[0].onStartFailure.afterSeconds"],
+        ),
+        (
+            [{"action": "FailJob", "onStartFailure": {"afterSeconds": 60, "reasons": []}}],
+            None,
+            [f"{FP}[0].onStartFailure.reasons"],
+        ),
         ([{"onReasons": ["OOMKilled"]}], None, [f"{FP}[0].action"]),
         ([{"action": "Retry", "onReasons": ["OOMKilled"]}], None, [f"{FP}[0].action"]),
         (

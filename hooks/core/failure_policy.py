@@ -10,6 +10,7 @@ verdict out.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
@@ -68,6 +69,24 @@ class OnExitCodes:
 
 
 @dataclass(frozen=True)
+class OnStartFailure:
+    """Matches a pod that has not started `after` seconds after it was made, because the kubelet
+    cannot start its containers or no node fits it (`ImagePullBackOff`, `Unschedulable`, …;
+    any such reason when `reasons` is None). Only FailJob takes it (validated)."""
+
+    after: int
+    reasons: frozenset[str] | None = None
+
+    def deadline(self, pod: ObservedPod) -> datetime | None:
+        """When the pod has waited long enough, if it is waiting for one of the reasons."""
+        if pod.blocked_reason is None or pod.created is None:
+            return None
+        if self.reasons is not None and pod.blocked_reason not in self.reasons:
+            return None
+        return pod.created + timedelta(seconds=self.after)
+
+
+@dataclass(frozen=True)
 class Rule:
     """One failure rule. Every matcher given must match; a rule has at least one (validated)."""
 
@@ -79,12 +98,16 @@ class Rule:
     on_pod_conditions: frozenset[tuple[str, str]] | None = None
     #: Termination reasons; the pod's `status.reason` or the mxnet container's must be one.
     on_reasons: frozenset[str] | None = None
+    #: A pod that cannot start for this long (the rule then judges only such pods).
+    on_start_failure: OnStartFailure | None = None
     #: Where the rule was written (`spec.runPolicy.failurePolicy.rules[1]`), for problems.
     path: str = field(default="", compare=False)
 
     def matches(self, rtype: ReplicaType, pod: ObservedPod) -> bool:
         if self.replica_types is not None and rtype not in self.replica_types:
             return False
+        if self.on_start_failure is not None:
+            return False  # judges pods that never started: see `start_deadline`
         if self.on_exit_codes is not None and not self.on_exit_codes.matches(pod):
             return False
         if self.on_pod_conditions is not None and not self.on_pod_conditions & pod.conditions:
@@ -134,6 +157,22 @@ _FALLBACK = {policy: Action.COUNT for policy in RestartPolicy} | {
 def builtin_rules(policy: RestartPolicy) -> tuple[Rule, ...]:
     """The rules a restartPolicy stands for, asked after the user's; the fallback comes last."""
     return (*_BUILTIN[policy], Rule(_FALLBACK[policy]))
+
+
+def start_deadline(
+    rules: tuple[Rule, ...], rtype: ReplicaType, pod: ObservedPod
+) -> tuple[str, datetime] | None:
+    """For a pod that cannot start: the first rule with onStartFailure that applies to it (in
+    words) and the moment it fails the job; None when no rule applies."""
+    for index, rule in enumerate(rules):
+        if rule.on_start_failure is None:
+            continue
+        if rule.replica_types is not None and rtype not in rule.replica_types:
+            continue
+        moment = rule.on_start_failure.deadline(pod)
+        if moment is not None:
+            return rule_words(rule, index), moment
+    return None
 
 
 def rule_words(rule: Rule, index: int) -> str:

@@ -93,6 +93,11 @@ class ObservedPod:
         return self.phase is PodPhase.RUNNING and not self.terminating
 
     @property
+    def blocked_reason(self) -> str | None:
+        """The kubelet's or the scheduler's reason in `blocked` (`ImagePullBackOff`, …)."""
+        return self.blocked.split(":", 1)[0] if self.blocked else None
+
+    @property
     def last_event(self) -> datetime | None:
         """The latest moment this pod shows: finish, start or creation."""
         return latest(self.finished, self.started, self.created)

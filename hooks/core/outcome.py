@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from hooks.core.api import ConditionType, JobMode, Reason, ReplicaType, SuccessPolicy
-from hooks.core.failure_policy import Action
+from hooks.core.failure_policy import Action, start_deadline
 from hooks.core.job import Job
 from hooks.core.naming import MAX_ATTEMPT
 from hooks.core.observed import PodPhase
@@ -83,6 +83,25 @@ def _failed_for_good(facts: _Facts) -> Outcome | None:
     rule = verdict.by() if verdict and verdict.rule and verdict.action is Action.FAIL_JOB else None
     why = f"{what}, which {rule or f'restartPolicy {policy.value}'} does not retry."
     return _failed(facts, Reason.FAILED, why, pod.finished or pod.last_event)
+
+
+def _could_not_start(facts: _Facts) -> Outcome | None:
+    """A pod that cannot start has waited as long as a failurePolicy rule with onStartFailure
+    allows (docs/restarts.md#failure-policy); the moment is its creation plus that wait."""
+    rules = facts.job.spec.run_policy.failure_rules
+    for plan in facts.plans:
+        pod = plan.current
+        found = None if pod is None else start_deadline(rules, plan.slot.rtype, pod)
+        if pod is None or found is None or facts.now < found[1]:
+            continue
+        words, moment = found
+        waited = f"{(moment - pod.created).total_seconds():.0f}" if pod.created else "?"
+        why = (
+            f"{replica_words(plan.slot, pod)} could not start for {waited}s ({pod.blocked}),"
+            f" longer than {words} (FailJob) waits."
+        )
+        return _failed(facts, Reason.FAILED, why, moment)
+    return None
 
 
 def _backoff_exceeded(facts: _Facts) -> Outcome | None:
@@ -162,6 +181,7 @@ def _running(facts: _Facts) -> Outcome | None:
 RULES: tuple[Callable[[_Facts], Outcome | None], ...] = (
     _succeeded,
     _failed_for_good,
+    _could_not_start,
     _backoff_exceeded,
     _deadline_exceeded,
     _out_of_attempt_names,

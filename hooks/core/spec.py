@@ -19,7 +19,7 @@ from hooks.core.api import (
     RestartPolicy,
     SuccessPolicy,
 )
-from hooks.core.failure_policy import Action, OnExitCodes, Operator, Rule
+from hooks.core.failure_policy import Action, OnExitCodes, OnStartFailure, Operator, Rule
 from hooks.core.fields import MAX_DEPTH, too_deep
 
 #: Kubeflow's run-policy fields are int32; larger values only overflow date arithmetic.
@@ -38,6 +38,8 @@ _E = TypeVar("_E", JobMode, RestartPolicy, CleanPodPolicy, Action, Operator)
 MAX_RULES = 20
 MAX_PATTERNS = 20
 MAX_EXIT_CODES = 255
+#: Longest wait onStartFailure takes: a day.
+MAX_START_WAIT = 86400
 #: Pod condition statuses a rule may name; absent means "True".
 CONDITION_STATUSES = ("True", "False", "Unknown")
 
@@ -310,8 +312,18 @@ def _rule(reader: _Reader, raw: object, path: str) -> Rule | None:
         reader.fail(f"{path}.action", f"is required: one of {', '.join(Action)}")
     action = reader.choice(rule.get("action"), f"{path}.action", Action, Action.COUNT)
     matchers = [k for k in ("onExitCodes", "onPodConditions", "onReasons") if k in rule]
-    if not matchers:
-        reader.fail(path, "needs a matcher: onExitCodes, onPodConditions or onReasons")
+    if not matchers and "onStartFailure" not in rule:
+        reader.fail(
+            path, "needs a matcher: onExitCodes, onPodConditions, onReasons or onStartFailure"
+        )
+    if "onStartFailure" in rule:
+        if matchers:
+            reader.fail(
+                f"{path}.onStartFailure",
+                f"judges pods that never started: it cannot be combined with {matchers[0]}",
+            )
+        if action is not Action.FAIL_JOB:
+            reader.fail(f"{path}.action", "must be FailJob with onStartFailure")
     read = Rule(
         action,
         name=name,
@@ -321,9 +333,26 @@ def _rule(reader: _Reader, raw: object, path: str) -> Rule | None:
             reader, rule.get("onPodConditions"), f"{path}.onPodConditions"
         ),
         on_reasons=_on_reasons(reader, rule.get("onReasons"), f"{path}.onReasons"),
+        on_start_failure=_on_start_failure(
+            reader, rule.get("onStartFailure"), f"{path}.onStartFailure"
+        ),
         path=path,
     )
     return read if len(reader.problems) == before else None
+
+
+def _on_start_failure(reader: _Reader, value: object, path: str) -> OnStartFailure | None:
+    """`onStartFailure`: afterSeconds required (1 to a day); reasons optional."""
+    matcher = reader.mapping(value, path)
+    if matcher is None:
+        return None
+    if matcher.get("afterSeconds") is None:
+        reader.fail(f"{path}.afterSeconds", f"is required: 1 to {MAX_START_WAIT} seconds")
+    after = reader.integer(matcher.get("afterSeconds"), f"{path}.afterSeconds", 1)
+    if after is not None and after > MAX_START_WAIT:
+        reader.fail(f"{path}.afterSeconds", f"must be at most {MAX_START_WAIT}")
+    reasons = _on_reasons(reader, matcher.get("reasons"), f"{path}.reasons")
+    return OnStartFailure(after or 1, reasons)
 
 
 def _rule_types(reader: _Reader, value: object, path: str) -> frozenset[ReplicaType] | None:

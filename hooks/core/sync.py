@@ -17,6 +17,7 @@ from typing import Any, Required, TypedDict
 from hooks.core import gang, retention, runs, status
 from hooks.core.api import CleanPodPolicy, Reason
 from hooks.core.configmaps import desired_config, desired_result, recorded_status
+from hooks.core.failure_policy import start_deadline
 from hooks.core.fields import dig, dig_list
 from hooks.core.job import Job
 from hooks.core.naming import Slot, result_name
@@ -165,15 +166,22 @@ def _resync(
     now: datetime,
 ) -> float | None:
     """Seconds until the next moment this job's answer changes with the clock alone: its
-    deadline, or a terminating pod counting as lost."""
+    deadline, a terminating pod counting as lost, a pod that cannot start failing the job."""
+    rules = job.spec.run_policy.failure_rules
+    waits = (start_deadline(rules, p.slot.rtype, p) for p in _current(plan))
     moments = [
         deadline_at(job, start),
         *(lost_at(p) for attempts in pods.values() for p in attempts),
+        *(found[1] for found in waits if found is not None),
     ]
     ahead = [m for m in moments if m is not None and m > now]
     if not ahead:
         return None
     return max(1.0, math.ceil((min(ahead) - now).total_seconds()))
+
+
+def _current(plan: runs.RunPlan) -> list[ObservedPod]:
+    return [p.current for p in plan.plans if p.current is not None]
 
 
 def _kept_pods(job: Job, pods: Iterable[ObservedPod]) -> list[dict[str, Any]]:

@@ -124,3 +124,34 @@ def test_evicted_worker_is_ignored(cluster: Node) -> None:
     for pod in ("evicted-worker-0", "evicted-worker-1-r1"):
         cluster.finish(cluster.pid(pod))
     cluster.wait_condition("evicted", "Succeeded", timeout=120)
+
+
+def test_a_worker_whose_image_is_missing_fails_the_job_in_time(cluster: Node) -> None:
+    """The kubelet's own words for an image it may not pull (`ErrImageNeverPull`), named in
+    the status at once, and a rule with onStartFailure failing the job 10 s after the pod was
+    made, with the reason in the message."""
+    workers = replica("localhost/mxjob-no-such-image:0", replicas=1, command=WAITING)
+    (container,) = workers["template"]["spec"]["containers"]
+    container["imagePullPolicy"] = "Never"
+    no_image = {
+        "name": "no-image",
+        "action": "FailJob",
+        "onStartFailure": {"reasons": ["ErrImageNeverPull"], "afterSeconds": 10},
+    }
+    started = time.monotonic()
+    cluster.apply(mxjob("no-image", {"Worker": workers}, **rules(no_image)))
+
+    def named() -> str | None:
+        found = cluster.condition("no-image")
+        return found[2] if found and "cannot start: ErrImageNeverPull" in found[2] else None
+
+    waiting = wait_for("the status naming the missing image", named, 60)
+    seen = time.monotonic() - started
+    _, reason, message = cluster.wait_condition("no-image", "Failed", timeout=60)
+    assert reason == "MXJobFailed", message
+    assert "could not start for 10s (ErrImageNeverPull" in message, message
+    assert 'failurePolicy rule "no-image" (FailJob)' in message, message
+    print(
+        f"\nfailure_policy image missing: named {seen:.1f}s after apply ({waiting});"
+        f" Failed {time.monotonic() - started:.1f}s after apply: {message}"
+    )
