@@ -1,5 +1,5 @@
 """Fixtures every test module shares: the hook's Flask test client, the golden fixture cases,
-and the Hypothesis profile the property tests run under."""
+the Hypothesis profile the property tests run under, and the figures tests measured."""
 
 import os
 import sys
@@ -19,6 +19,22 @@ from testsupport.jobs import NOW
 # another registered profile with HYPOTHESIS_PROFILE.
 settings.register_profile("mxjob", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "mxjob"))
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """What the end-to-end tests and the rejoin harness measured (the lines they print), shown
+    at the end of every run, so CI's log keeps the figures the docs quote."""
+    lines = [
+        f"{report.nodeid.rsplit('::', 1)[-1]}: {line.strip()}"
+        for report in terminalreporter.stats.get("passed", [])
+        if report.when in ("call", "teardown") and not report.nodeid.startswith("tests/test_fuzz")
+        for line in report.capstdout.splitlines()
+        if line.strip()
+    ]
+    if lines:
+        terminalreporter.section("measured")
+        for line in lines:
+            terminalreporter.write_line(line)
 
 
 @pytest.fixture
