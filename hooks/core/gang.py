@@ -4,9 +4,11 @@ Which scheduler is in use is read from the CompositeController in the request: a
 overlay adds the PodGroup kind as a child resource, so one hook serves every variant.
 """
 
+from decimal import Decimal
 from enum import StrEnum
 from typing import Any
 
+from hooks.core import quantity
 from hooks.core.fields import dig_dict, dig_list
 from hooks.core.labels import job_labels
 from hooks.core.spec import JobSpec
@@ -24,6 +26,9 @@ class Gang(StrEnum):
 
 
 VOLCANO_SCHEDULER = "volcano"
+#: The name scheduler-plugins' own "as a second scheduler" chart gives its scheduler; pods whose
+#: template names no scheduler get it (docs/scheduling.md#scheduler-plugins).
+PLUGINS_SCHEDULER = "scheduler-plugins-scheduler"
 VOLCANO_GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
 VOLCANO_TASK_ANNOTATION = "volcano.sh/task-spec"
 PLUGINS_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
@@ -45,9 +50,11 @@ def detect(controller: dict[str, Any], child_keys: list[str]) -> Gang | None:
 def pod_group(gang: Gang, name: str, namespace: str, spec: JobSpec) -> dict[str, Any]:
     """The job's PodGroup; `minMember` is `minAvailable` or every replica."""
     policy = spec.run_policy.scheduling
-    group_spec: dict[str, Any] = {"minMember": policy.min_available or spec.total_replicas}
-    if policy.min_resources:
-        group_spec["minResources"] = policy.min_resources
+    members = min_member(spec)
+    group_spec: dict[str, Any] = {"minMember": members}
+    needs = policy.min_resources or min_resources(spec, members)
+    if needs:
+        group_spec["minResources"] = needs
     if gang is Gang.VOLCANO:
         if policy.queue:
             group_spec["queue"] = policy.queue
@@ -61,6 +68,56 @@ def pod_group(gang: Gang, name: str, namespace: str, spec: JobSpec) -> dict[str,
         "metadata": {"name": name, "namespace": namespace, "labels": job_labels(name)},
         "spec": group_spec,
     }
+
+
+def min_member(spec: JobSpec) -> int:
+    """Pods the gang scheduler must place together: `minAvailable`, else every replica."""
+    return spec.run_policy.scheduling.min_available or spec.total_replicas
+
+
+def min_resources(spec: JobSpec, members: int) -> dict[str, str]:
+    """What the first `members` pods (Scheduler, Servers, then Workers or Tuners) request, as
+    training-operator computes it: the gang scheduler can then hold back a gang that cannot fit
+    before any of its pods exists. Empty when no request is given or one cannot be read."""
+    total: dict[str, Decimal] = {}
+    left = members
+    for replica in spec.replicas.values():
+        count = min(left, replica.replicas)
+        left -= count
+        pod = pod_requests(replica.template.get("spec", {}))
+        if pod is None:
+            return {}
+        for name, amount in pod.items():
+            total[name] = total.get(name, Decimal(0)) + amount * count
+    return {name: quantity.render(amount) for name, amount in sorted(total.items()) if amount}
+
+
+def pod_requests(pod_spec: dict[str, Any]) -> dict[str, Decimal] | None:
+    """A pod's effective requests: its containers' sum, or an init container's if larger (a
+    limit stands in for a missing request, as the API server defaults it); None if unreadable."""
+    containers = [_requests(c) for c in pod_spec.get("containers", [])]
+    inits = [_requests(c) for c in pod_spec.get("initContainers", [])]
+    total: dict[str, Decimal] = {}
+    for requests in containers:
+        if requests is None:
+            return None
+        for name, amount in requests.items():
+            total[name] = total.get(name, Decimal(0)) + amount
+    for requests in inits:
+        if requests is None:
+            return None
+        for name, amount in requests.items():
+            total[name] = max(total.get(name, Decimal(0)), amount)
+    return total
+
+
+def _requests(container: dict[str, Any]) -> dict[str, Decimal] | None:
+    resources = dig_dict(container, "resources")
+    merged = {**dig_dict(resources, "limits"), **dig_dict(resources, "requests")}
+    parsed = {name: quantity.parse(value) for name, value in merged.items()}
+    if any(v is None for v in parsed.values()):
+        return None
+    return {name: v for name, v in parsed.items() if v is not None}
 
 
 def admits_new_pods(gang: Gang | None, observed_group: dict[str, Any] | None) -> bool:

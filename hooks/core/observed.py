@@ -86,6 +86,12 @@ class ObservedPod:
     reasons: frozenset[str] = frozenset()
     #: The pod's conditions as (type, status).
     conditions: frozenset[tuple[str, str]] = frozenset()
+    #: The node it is bound to (`spec.nodeName`), once a scheduler bound it.
+    node: str | None = None
+    #: The scheduler it asks for (`spec.schedulerName`).
+    scheduler: str | None = None
+    #: Its `spec.schedulingGates` names: a gated pod is not even considered by a scheduler.
+    gates: frozenset[str] = frozenset()
 
     @property
     def active(self) -> bool:
@@ -168,6 +174,13 @@ def read_pod(job: str, pod: dict[str, Any]) -> ObservedPod | None:
             for c in conditions
             if isinstance(c.get("type"), str) and isinstance(c.get("status"), str)
         ),
+        node=_text(dig(pod, "spec", "nodeName")),
+        scheduler=_text(dig(pod, "spec", "schedulerName")),
+        gates=frozenset(
+            g["name"]
+            for g in dig_list(pod, "spec", "schedulingGates")
+            if isinstance(g, dict) and isinstance(g.get("name"), str)
+        ),
     )
 
 
@@ -183,10 +196,10 @@ def _blocked(statuses: list[dict[str, Any]], conditions: list[dict[str, Any]]) -
         waiting = dig_dict(status, "state", "waiting")
         reason = waiting.get("reason")
         if reason in CANNOT_START:
-            return _quoted(str(reason), waiting.get("message"))
+            return quoted(str(reason), waiting.get("message"))
     unscheduled = _condition(conditions, "PodScheduled", ConditionStatus.FALSE)
     if unscheduled is not None and unscheduled.get("reason") == "Unschedulable":
-        return _quoted("Unschedulable", unscheduled.get("message"))
+        return quoted("Unschedulable", unscheduled.get("message"))
     return None
 
 
@@ -198,10 +211,11 @@ def _wait_failed(inits: list[dict[str, Any]]) -> str | None:
     if not code:
         return None
     reason = _text(terminated.get("reason")) or f"exit code {code}"
-    return _quoted(reason, terminated.get("message"))
+    return quoted(reason, terminated.get("message"))
 
 
-def _quoted(reason: str, message: object) -> str:
+def quoted(reason: str, message: object) -> str:
+    """`reason: message`, the message cut to a condition's length."""
     if not isinstance(message, str) or not message:
         return reason
     short = message if len(message) <= _QUOTED_MAX else message[: _QUOTED_MAX - 1] + "…"

@@ -191,9 +191,12 @@ RULES: tuple[Callable[[_Facts], Outcome | None], ...] = (
 )
 
 
-def decide(job: Job, run: RunPlan, start: datetime | None, now: datetime) -> Outcome:
+def decide(
+    job: Job, run: RunPlan, start: datetime | None, now: datetime, waiting: str | None = None
+) -> Outcome:
     """The outcome of an active, valid, unsuspended job: the first rule that applies, else
-    Created; while it is not finished, the message also names the replicas that cannot start."""
+    Created; while it is not finished, the message also says what it waits for (`waiting`: its
+    gang scheduler or queue) or else names the replicas that cannot start."""
     facts = _Facts(job, run, start, now)
     outcome = next((o for o in map(lambda rule: rule(facts), RULES) if o is not None), None)
     if outcome is None:
@@ -203,7 +206,11 @@ def decide(job: Job, run: RunPlan, start: datetime | None, now: datetime) -> Out
             message=f"MXJob {job.name} is created.",
             time=job.created,
         )
-    return outcome if outcome.finished else _naming_blocked(outcome, facts.plans)
+    if outcome.finished:
+        return outcome
+    if waiting:
+        return replace(outcome, message=f"{outcome.message.removesuffix('.')}; {waiting}.")
+    return _naming_blocked(outcome, facts.plans)
 
 
 def _naming_blocked(outcome: Outcome, plans: list[SlotPlan]) -> Outcome:

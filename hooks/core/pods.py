@@ -6,6 +6,7 @@ from hooks.core.api import ANNOTATION_ATTEMPT, ANNOTATION_RESTARTS, ANNOTATION_R
 from hooks.core.env import container_env, default_env, injected_env
 from hooks.core.gang import (
     PLUGINS_GROUP_LABEL,
+    PLUGINS_SCHEDULER,
     VOLCANO_GROUP_ANNOTATION,
     VOLCANO_SCHEDULER,
     VOLCANO_TASK_ANNOTATION,
@@ -51,6 +52,7 @@ def desired_pod(
         annotations[VOLCANO_GROUP_ANNOTATION] = job.name
         annotations[VOLCANO_TASK_ANNOTATION] = slot.rtype.short
     elif job.gang is Gang.SCHEDULER_PLUGINS:
+        spec.setdefault("schedulerName", PLUGINS_SCHEDULER)
         labels[PLUGINS_GROUP_LABEL] = job.name
     metadata: dict[str, Any] = {
         "name": slot.pod_name(job.name, attempt),

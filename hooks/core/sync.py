@@ -31,6 +31,7 @@ from hooks.core.spec import Problem, load
 from hooks.core.status import JobStatus
 from hooks.core.timestamps import latest, parse_time
 from hooks.core.validation import validate
+from hooks.core.waiting import waiting_for
 
 
 class SyncAnswer(TypedDict, total=False):
@@ -138,7 +139,8 @@ def _active(job: Job, request: SyncRequest, now: datetime) -> SyncResponse:
     record, record_child = runs.observed_record(job, request.group(CONFIG_MAP))
     plan = runs.plan_run(job, pods, record, now)
     start = status.start_time(previous, pods)
-    outcome = decide(job, plan, start, now)
+    waits = waiting_for(job, _observed_group(job, request), _current(plan))
+    outcome = decide(job, plan, start, now, waits)
     new_status = status.active_status(job, previous, plan.plans, outcome, start)
     if outcome.finished:
         # Record the decision; nothing is deleted until the parent status shows it
@@ -180,6 +182,11 @@ def _resync(
     return max(1.0, math.ceil((min(ahead) - now).total_seconds()))
 
 
+def _observed_group(job: Job, request: SyncRequest) -> dict[str, Any] | None:
+    """The job's PodGroup as observed, when it is gang-scheduled and the group exists."""
+    return request.group(job.gang.value).get(job.name) if job.gang is not None else None
+
+
 def _current(plan: runs.RunPlan) -> list[ObservedPod]:
     return [p.current for p in plan.plans if p.current is not None]
 
@@ -202,11 +209,9 @@ def _active_children(
     """Pods kept or created per slot (created only when `creating`), a Service per slot, the
     ConfigMap, the PodGroup."""
     result: list[dict[str, Any]] = [desired_config(job)]
-    observed_group = None
     if job.gang is not None:
         result.append(gang.pod_group(job.gang, job.name, job.namespace, job.spec))
-        observed_group = request.group(job.gang.value).get(job.name)
-    admit = creating and gang.admits_new_pods(job.gang, observed_group)
+    admit = creating and gang.admits_new_pods(job.gang, _observed_group(job, request))
     for plan in plans:
         result.extend(_kept_pods(job, plan.keep))
         if plan.create_attempt is not None and admit:

@@ -35,6 +35,12 @@ KWOK_VERSION = "v0.8.0"
 METACONTROLLER_VERSION = "v4.17.2"
 METACONTROLLER_SOURCE_SETTING = "MXJOB_METACONTROLLER_SRC"
 COREDNS_VERSION = "v1.15.0"
+# Gang schedulers and the queue controller (docs/scheduling.md): the newest releases the proxy
+# served on 2026-11-24 (volcano v1.11+ and scheduler-plugins v0.33+ were refused; kueue v0.17.0
+# was served although v0.16.0 was not).
+VOLCANO_VERSION = "v1.10.0"
+SCHEDULER_PLUGINS_VERSION = "v0.32.7"
+KUEUE_VERSION = "v0.17.0"
 # Go version the throw-away modules declare (Kubernetes 1.36 needs go >= 1.26).
 GO_LANGUAGE_VERSION = "1.26.0"
 
@@ -63,6 +69,8 @@ class Component:
     nosumdb: tuple[str, ...] = ()
     # `-X pkg.var=value` settings (version strings a release build would stamp in)
     xvars: tuple[str, ...] = ()
+    # built inside this module's own tree (its go.mod replaces and go.sum), not a throw-away one
+    module: str | None = None
 
     @property
     def ldflags(self) -> str:
@@ -118,6 +126,32 @@ COREDNS = Component(
     requires={"github.com/coredns/coredns": COREDNS_VERSION},
 )
 
+# These three carry replace directives in their go.mod (Kubernetes staging pins), which only
+# count in the main module: so each is built inside its own downloaded tree.
+VOLCANO = Component(
+    name="volcano",
+    version=VOLCANO_VERSION,
+    mains={"./cmd/scheduler": "vc-scheduler", "./cmd/controller-manager": "vc-controller-manager"},
+    requires={},
+    module="volcano.sh/volcano",
+)
+
+SCHEDULER_PLUGINS = Component(
+    name="scheduler-plugins",
+    version=SCHEDULER_PLUGINS_VERSION,
+    mains={"./cmd/scheduler": "sp-scheduler", "./cmd/controller": "sp-controller"},
+    requires={},
+    module="sigs.k8s.io/scheduler-plugins",
+)
+
+KUEUE = Component(
+    name="kueue",
+    version=KUEUE_VERSION,
+    mains={"./cmd/kueue": "kueue"},
+    requires={},
+    module="sigs.k8s.io/kueue",
+)
+
 KUBERNETES_MAINS = (
     "kube-apiserver",
     "kube-controller-manager",
@@ -144,7 +178,9 @@ KUBERNETES = Component(
     # the `=> ./staging/...` replaces are read from the tag's go.mod at build time
 )
 
-COMPONENTS = (ETCD, KUBERNETES, METACONTROLLER, KWOK)
+#: The KWOK tier's components; the gang schedulers and Kueue are started by the tests that need
+#: them (tools/cluster/schedulers.py).
+COMPONENTS = (ETCD, KUBERNETES, METACONTROLLER, KWOK, VOLCANO, SCHEDULER_PLUGINS, KUEUE)
 #: Only the real-node tier needs these (cluster DNS for pods).
 NODE_COMPONENTS = (COREDNS,)
 
@@ -269,6 +305,21 @@ def unpack_metacontroller(src: Path) -> Path:
     return tops[0]
 
 
+def unpack_module(component: Component, src: Path, env: dict[str, str], log: Path) -> Path:
+    """Copy a released module's tree (go.mod, go.sum, sources, manifests) into src, writable."""
+    assert component.module
+    shutil.rmtree(src, ignore_errors=True)
+    src.parent.mkdir(parents=True, exist_ok=True)
+    scratch = src.parent / "download"
+    scratch.mkdir(exist_ok=True)
+    (scratch / "go.mod").write_text(f"module mxjob-e2e/download\n\ngo {GO_LANGUAGE_VERSION}\n")
+    tree = module_dir(component.module, component.version, scratch, env, log)
+    shutil.copytree(tree, src)
+    for path in (src, *src.rglob("*")):
+        path.chmod(path.stat().st_mode | 0o200)
+    return src
+
+
 def copy_assets(
     component: Component, src: Path, env: dict[str, str], log: Path, home: Path
 ) -> None:
@@ -345,6 +396,8 @@ def build_component(component: Component, cache: Path, log: Log) -> float:
         env = go_env(component)
         if component is METACONTROLLER:
             src = unpack_metacontroller(src)
+        elif component.module:
+            src = unpack_module(component, src, env, log_file)
         else:
             write_module(component, src, {})
             if component is KUBERNETES:

@@ -1,0 +1,38 @@
+"""What a job whose pods are not all placed waits for, in words for its status: its gang
+scheduler or its Kueue queue (docs/scheduling.md#while-a-job-waits)."""
+
+from typing import Any
+
+from hooks.core.fields import dig_dict, dig_list
+from hooks.core.gang import PLUGINS_SCHEDULER, VOLCANO_SCHEDULER, Gang, admits_new_pods, min_member
+from hooks.core.job import Job
+from hooks.core.observed import FINISHED_PHASES, ObservedPod, quoted
+
+_SCHEDULERS = {Gang.VOLCANO: VOLCANO_SCHEDULER, Gang.SCHEDULER_PLUGINS: PLUGINS_SCHEDULER}
+
+
+def waiting_for(job: Job, group: dict[str, Any] | None, pods: list[ObservedPod]) -> str | None:
+    """Why the job's current pods are not all bound yet, if a gang scheduler holds them."""
+    if job.gang is None:
+        return None
+    wanted = min_member(job.spec)
+    if not admits_new_pods(job.gang, group):
+        phase = dig_dict(group, "status").get("phase") or "not seen yet"
+        words = f"waiting for Volcano to admit PodGroup {job.name} ({wanted} pods; phase {phase})"
+        return _with_condition(words, group)
+    alive = [p for p in pods if p.phase not in FINISHED_PHASES and not p.terminating]
+    bound = sum(1 for p in alive if p.node)
+    if not alive or bound == len(alive):
+        return None
+    scheduler = next((p.scheduler for p in alive if p.scheduler), _SCHEDULERS[job.gang])
+    words = f"waiting for its gang: {scheduler} has bound {bound} of {wanted} pods"
+    blocked = next((p.blocked for p in alive if p.blocked), None)
+    return _with_condition(words, group) if blocked is None else f"{words}; {blocked}"
+
+
+def _with_condition(words: str, group: dict[str, Any] | None) -> str:
+    """The words, with the PodGroup's newest condition and its message where it has one."""
+    conditions = [c for c in dig_list(group, "status", "conditions") if isinstance(c, dict)]
+    latest = conditions[-1] if conditions else {}
+    reason = latest.get("reason") or latest.get("type")
+    return quoted(f"{words}; {reason}", latest.get("message")) if reason else words

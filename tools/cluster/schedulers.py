@@ -1,0 +1,175 @@
+"""Gang schedulers and queue admission a KWOK-tier stack can add on demand: Volcano's scheduler,
+scheduler-plugins' scheduler with coscheduling (and its PodGroup controller), Kueue. Each runs
+as a host process against the stack's API server with the CRDs and configuration from its own
+release tree, and is stopped by PID when its block ends (docs/scheduling.md, docs/testing.md).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import ExitStack, contextmanager
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tools.cluster import build, kwok
+from tools.cluster.stack import Stack, StackError, free_port, http_ok, tail
+
+#: Label (and taint) of the KWOK nodes a test gives a scheduler of its own.
+POOL_LABEL = "mxjob.kubeflow.org/test-pool"
+#: The scheduler name scheduler-plugins' "as a second scheduler" chart gives its scheduler.
+PLUGINS_SCHEDULER = "scheduler-plugins-scheduler"
+
+
+@contextmanager
+def process(
+    stack: Stack,
+    name: str,
+    argv: Sequence[str],
+    ready: Callable[[], bool],
+    env: dict[str, str] | None = None,
+    timeout: float = 120,
+) -> Iterator[subprocess.Popen[bytes]]:
+    """Run argv (its own process group, output in the stack's logs) until the block ends; wait
+    for `ready` first, failing with the log's tail if it exits or does not get ready."""
+    log = stack.log_file(name)
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("ab") as out:
+        proc = subprocess.Popen(
+            list(argv),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            cwd=stack.run_dir,
+            env=env,
+            start_new_session=True,
+        )
+    try:
+        deadline = time.monotonic() + timeout
+        while not ready():
+            if proc.poll() is not None or time.monotonic() > deadline:
+                state = f"exited ({proc.returncode})" if proc.poll() is not None else "not ready"
+                raise StackError(f"{name} {state}; see {log}:\n{tail(log)}")
+            time.sleep(0.25)
+        yield proc
+    finally:
+        _stop(proc)
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    for sig, wait in ((signal.SIGTERM, 15.0), (signal.SIGKILL, 5.0)):
+        if proc.poll() is not None:
+            return
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(timeout=wait)
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def _source(stack: Stack, component: build.Component) -> Path:
+    return component.home(stack.cache_dir) / "src"
+
+
+def _install_crds(stack: Stack, *files: Path) -> None:
+    for crd in files:
+        stack.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(crd))
+    stack.kubectl(
+        "wait", "--for=condition=Established", "--timeout=60s", "crd", "--all", timeout=90
+    )
+
+
+def _healthz(port: int, path: str = "/healthz") -> Callable[[], bool]:
+    return partial(http_ok, f"http://127.0.0.1:{port}{path}")
+
+
+@contextmanager
+def volcano(stack: Stack, node_selector: str) -> Iterator[None]:
+    """Volcano's scheduler (name `volcano`) with the configuration its Helm chart installs,
+    looking only at nodes labelled `node_selector` (`key:value`); it creates the `default`
+    Queue itself and moves PodGroups through their phases."""
+    src = _source(stack, build.VOLCANO)
+    # Every Volcano CRD: the scheduler waits for its informers (Numatopology too) to sync.
+    _install_crds(stack, *sorted((src / "config" / "crd" / "volcano" / "bases").glob("*.yaml")))
+    health = free_port()
+    argv = [
+        str(stack.bin("vc-scheduler")),
+        f"--kubeconfig={stack.kubeconfig}",
+        "--scheduler-name=volcano",
+        f"--scheduler-conf={src / 'installer/helm/chart/volcano/config/volcano-scheduler.conf'}",
+        f"--node-selector={node_selector}",
+        f"--listen-address=127.0.0.1:{free_port()}",
+        f"--healthz-address=127.0.0.1:{health}",
+        "--enable-healthz",
+        "--leader-elect=false",
+        "--logtostderr",
+        "-v=3",
+    ]
+    with process(stack, "vc-scheduler", argv, _healthz(health)):
+        yield
+
+
+@contextmanager
+def scheduler_plugins(stack: Stack) -> Iterator[None]:
+    """scheduler-plugins' scheduler (name PLUGINS_SCHEDULER) with only the Coscheduling plugin,
+    as its coscheduling manifest configures it, and its controller, which keeps PodGroup
+    phases."""
+    src = _source(stack, build.SCHEDULER_PLUGINS)
+    manifests = src / "manifests"
+    _install_crds(
+        stack,
+        manifests / "coscheduling" / "crd.yaml",
+        manifests / "capacityscheduling" / "crd.yaml",
+    )
+    config = yaml.safe_load((manifests / "coscheduling" / "scheduler-config.yaml").read_text())
+    config["clientConnection"]["kubeconfig"] = str(stack.kubeconfig)
+    config["profiles"][0]["schedulerName"] = PLUGINS_SCHEDULER
+    config_file = stack.run_dir / "scheduler-plugins.yaml"
+    config_file.write_text(yaml.safe_dump(config))
+    scheduler_port, probe = free_port(), free_port()
+    scheduler = [
+        str(stack.bin("sp-scheduler")),
+        f"--config={config_file}",
+        "--bind-address=127.0.0.1",
+        f"--secure-port={scheduler_port}",
+        "--v=3",
+    ]
+    controller = [
+        str(stack.bin("sp-controller")),
+        f"--metricsAddr=127.0.0.1:{free_port()}",
+        f"--probeAddr=127.0.0.1:{probe}",
+        "--qps=50",
+        "--burst=100",
+    ]
+    env = {**os.environ, "KUBECONFIG": str(stack.kubeconfig)}
+    secure = partial(http_ok, f"https://127.0.0.1:{scheduler_port}/healthz")
+    with ExitStack() as started:
+        started.enter_context(process(stack, "sp-scheduler", scheduler, secure))
+        started.enter_context(
+            process(stack, "sp-controller", controller, _healthz(probe, "/healthz"), env)
+        )
+        yield
+
+
+def nodes(names: Sequence[str], pool: str, cpu: str, memory: str = "8Gi") -> str:
+    """KWOK nodes of a known, small size in their own pool: labelled and tainted
+    `mxjob.kubeflow.org/test-pool=<pool>` so only a test's own pods land there."""
+    items: list[dict[str, Any]] = []
+    for name in names:
+        node = kwok.node(name)
+        node["metadata"]["labels"][POOL_LABEL] = pool
+        node["spec"] = {"taints": [{"key": POOL_LABEL, "value": pool, "effect": "NoSchedule"}]}
+        capacity = {"cpu": cpu, "memory": memory, "pods": "110"}
+        node["status"] = {"capacity": capacity, "allocatable": capacity}
+        items.append(node)
+    return json.dumps({"apiVersion": "v1", "kind": "List", "items": items})
