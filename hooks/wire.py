@@ -11,7 +11,8 @@ else is skipped while scanning, never turned into Python objects. The result is 
 - each child as a plain dict holding apiVersion, kind, the metadata the core reads, the status
   fields the core reads, ConfigMap data, and its `spec` as `msgspec.Raw`: the child's own bytes,
   echoed untouched when the hook lists an observed child as kept (`retention.as_observed`) and
-  encoded as they came by `encode`.
+  encoded as they came by `encode`; of a pod's `spec`, the three fields the core reads are
+  decoded beside it (`SPEC_READ`).
 
 Whenever the fast path cannot vouch for the result (not JSON, a shape the typed decoding
 refuses, orjson refusing the parent), `decode` returns None and the caller falls back to the
@@ -25,7 +26,7 @@ from typing import Any, TypedDict
 import msgspec
 import orjson
 
-from hooks.core.request import RequestError, SyncRequest, parse_request
+from hooks.core.request import POD, SPEC_READ, RequestError, SyncRequest, parse_request
 
 
 class _Meta(TypedDict, total=False):
@@ -56,6 +57,16 @@ class _Status(TypedDict, total=False):
     # The rejoin wait of ps-lite Workers (hooks/core/rejoin.py) and the user's init containers:
     # why a pod cannot start, and a wait that could not run.
     initContainerStatuses: list[_ContainerStatus]
+
+
+class _PodSpec(TypedDict, total=False):
+    # Which scheduler holds the pod, where it is bound, and Kueue's gate (docs/scheduling.md).
+    nodeName: Any
+    schedulerName: Any
+    schedulingGates: Any
+
+
+_POD_SPEC = msgspec.json.Decoder(_PodSpec)
 
 
 class _Child(TypedDict, total=False):
@@ -95,8 +106,13 @@ def decode(data: bytes) -> SyncRequest | None:
         # RecursionError: msgspec stops at Python's recursion limit, below orjson's depth.
         return None
     try:
-        return parse_request(body)
-    except RequestError:
+        request = parse_request(body)
+        for child in request.group(POD).values():
+            spec = child.get("spec")
+            if isinstance(spec, msgspec.Raw):
+                child[SPEC_READ] = dict(_POD_SPEC.decode(spec))
+        return request
+    except (RequestError, msgspec.MsgspecError):
         return None
 
 

@@ -113,6 +113,8 @@ class Reason(StrEnum):
 TERMINAL = (ConditionType.SUCCEEDED, ConditionType.FAILED)
 #: Pod condition set when the cluster takes a pod away: preemption, drain, taint, node shutdown.
 DISRUPTION = "DisruptionTarget"
+#: The pod condition Kueue sets on the pods of a Pod group it stops (evicts) before deleting them.
+KUEUE_TERMINATION = "TerminationTarget"
 
 LABEL_PREFIX = "training.kubeflow.org/"
 LABEL_JOB_NAME = LABEL_PREFIX + "job-name"
@@ -126,3 +128,7 @@ ANNOTATION_RESTARTS = "mxjob.kubeflow.org/restarts-before"
 ANNOTATION_RUN = "mxjob.kubeflow.org/run"
 #: The attempt of its replica a pod is: 0 at first, N for `-rN` (docs/restarts.md).
 ANNOTATION_ATTEMPT = "mxjob.kubeflow.org/attempt"
+
+#: `runPolicy.managedBy` values that mean this controller (training-operator's reserved name, so
+#: MXJob files written for it keep working); any other value hands the job to that controller.
+OWN_MANAGERS = ("kubeflow.org/training-operator",)

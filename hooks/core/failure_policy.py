@@ -188,9 +188,12 @@ def judge(
     """The verdict on a failed pod: the first user rule that matches, else the restartPolicy's.
 
     A pod whose rejoin wait could not run fails the job before any rule is asked: every
-    replacement would fail the same way."""
+    replacement would fail the same way. A pod Kueue stopped is never the job's failure: it is
+    retried uncounted (the whole job restarts, docs/scheduling.md#preemption)."""
     if pod.wait_failed is not None:
         return Verdict(Action.FAIL_JOB)
+    if pod.evicted is not None:
+        return Verdict(Action.IGNORE)
     for index, rule in enumerate(rules):
         if rule.matches(rtype, pod):
             return Verdict(rule.action, rule_words(rule, index))

@@ -1,10 +1,12 @@
-"""The job being synced: its identity, its read spec and how its pods are gang-scheduled."""
+"""The job being synced: its identity, its read spec, how its pods are gang-scheduled and
+queued."""
 
 from dataclasses import dataclass
 from datetime import datetime
 
 from hooks.core.gang import Gang
 from hooks.core.naming import Slot
+from hooks.core.queueing import Queue
 from hooks.core.spec import JobSpec
 
 
@@ -18,6 +20,8 @@ class Job:
     gang: Gang | None
     created: datetime | None
     spec_changed: datetime | None
+    #: The Kueue queue its pods are admitted through, if the job names one.
+    queue: Queue | None = None
 
     def slots(self) -> list[Slot]:
         """Every replica of the job, in canonical type order then index."""

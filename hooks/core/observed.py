@@ -14,12 +14,14 @@ from hooks.core.api import (
     ANNOTATION_RESTARTS,
     ANNOTATION_RUN,
     DISRUPTION,
+    KUEUE_TERMINATION,
     MXNET_CONTAINER,
     ConditionStatus,
 )
 from hooks.core.fields import dig, dig_dict, dig_int, dig_list
 from hooks.core.naming import Slot, parse_pod_name
 from hooks.core.rejoin import WAIT_CONTAINER
+from hooks.core.request import SPEC_READ
 from hooks.core.timestamps import latest, parse_time
 
 
@@ -88,6 +90,9 @@ class ObservedPod:
     conditions: frozenset[tuple[str, str]] = frozenset()
     #: The node it is bound to (`spec.nodeName`), once a scheduler bound it.
     node: str | None = None
+    #: Why Kueue is taking the pod away (its `TerminationTarget` condition's reason, e.g.
+    #: `WorkloadEvictedDueToPreempted`): the queue took the job's admission back.
+    evicted: str | None = None
     #: The scheduler it asks for (`spec.schedulerName`).
     scheduler: str | None = None
     #: Its `spec.schedulingGates` names: a gated pod is not even considered by a scheduler.
@@ -140,6 +145,7 @@ def read_pod(job: str, pod: dict[str, Any]) -> ObservedPod | None:
     raw_phase = dig(pod, "status", "phase")
     phase = _PHASES.get(raw_phase, PodPhase.PENDING) if isinstance(raw_phase, str) else None
     conditions = [c for c in dig_list(pod, "status", "conditions") if isinstance(c, dict)]
+    spec = pod.get("spec") if isinstance(pod.get("spec"), dict) else pod.get(SPEC_READ)
     pod_reason = _text(dig(pod, "status", "reason"))
     mxnet_reason = _text(terminated.get("reason"))
     return ObservedPod(
@@ -174,11 +180,12 @@ def read_pod(job: str, pod: dict[str, Any]) -> ObservedPod | None:
             for c in conditions
             if isinstance(c.get("type"), str) and isinstance(c.get("status"), str)
         ),
-        node=_text(dig(pod, "spec", "nodeName")),
-        scheduler=_text(dig(pod, "spec", "schedulerName")),
+        evicted=_evicted(conditions),
+        node=_text(dig(spec, "nodeName")),
+        scheduler=_text(dig(spec, "schedulerName")),
         gates=frozenset(
             g["name"]
-            for g in dig_list(pod, "spec", "schedulingGates")
+            for g in dig_list(spec, "schedulingGates")
             if isinstance(g, dict) and isinstance(g.get("name"), str)
         ),
     )
@@ -188,6 +195,12 @@ def _condition(conditions: list[dict[str, Any]], ctype: str, status: str) -> dic
     return next(
         (c for c in conditions if c.get("type") == ctype and c.get("status") == status), None
     )
+
+
+def _evicted(conditions: list[dict[str, Any]]) -> str | None:
+    """The reason of Kueue's `TerminationTarget` condition, when it stops the pod's group."""
+    found = _condition(conditions, KUEUE_TERMINATION, ConditionStatus.TRUE)
+    return None if found is None else _text(found.get("reason")) or KUEUE_TERMINATION
 
 
 def _blocked(statuses: list[dict[str, Any]], conditions: list[dict[str, Any]]) -> str | None:

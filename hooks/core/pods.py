@@ -15,6 +15,7 @@ from hooks.core.gang import (
 from hooks.core.job import Job
 from hooks.core.labels import slot_labels
 from hooks.core.naming import Slot
+from hooks.core.queueing import group_metadata, queue_group
 from hooks.core.rejoin import pod_restart_policy, wait_container
 
 
@@ -54,6 +55,12 @@ def desired_pod(
     elif job.gang is Gang.SCHEDULER_PLUGINS:
         spec.setdefault("schedulerName", PLUGINS_SCHEDULER)
         labels[PLUGINS_GROUP_LABEL] = job.name
+    if job.queue is not None:
+        queue_labels, queue_annotations = group_metadata(
+            job.queue, queue_group(job.name, run), job.spec.total_replicas
+        )
+        labels.update(queue_labels)
+        annotations.update(queue_annotations)
     metadata: dict[str, Any] = {
         "name": slot.pod_name(job.name, attempt),
         "namespace": job.namespace,

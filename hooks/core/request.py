@@ -16,6 +16,10 @@ from typing import Any
 from hooks.core.fields import dig, too_deep
 
 POD = "Pod.v1"
+#: Where a child may carry the few fields of its `spec` the core reads (`nodeName`,
+#: `schedulerName`, `schedulingGates`) when the HTTP adapter left the `spec` itself undecoded, to
+#: echo it byte for byte (hooks/wire.py); never echoed (retention keeps `spec`, not this key).
+SPEC_READ = "mxjob.spec-read"
 SERVICE = "Service.v1"
 CONFIG_MAP = "ConfigMap.v1"
 

@@ -53,6 +53,8 @@ def describe_exit(pod: ObservedPod, retried: Verdict | None = None) -> str:
         )
     if pod.lost:
         return f"was lost with its node (still Terminating past its grace period){why}{cost}"
+    if pod.evicted:
+        return f"was stopped by Kueue ({pod.evicted}), not counted toward backoffLimit"
     if pod.disrupted:
         return f"was disrupted by the cluster{why}{cost}"
     deleted = "was deleted and " if pod.terminating else ""

@@ -28,7 +28,7 @@ from hooks.core.fields import dig, dig_dict
 from hooks.core.job import Job
 from hooks.core.labels import job_labels
 from hooks.core.naming import Slot, run_from_record_name, run_record_name
-from hooks.core.observed import ObservedPod, PodPhase
+from hooks.core.observed import FINISHED_PHASES, ObservedPod, PodPhase
 from hooks.core.rejoin import through_ps_lite
 from hooks.core.restarts import RunStart, SlotPlan, describe_exit, plan_slot, replica_words
 from hooks.core.timestamps import format_time, parse_time
@@ -172,6 +172,10 @@ def _trigger(job: Job, plan: SlotPlan, worker_replaced: bool) -> tuple[int, str]
     ps-lite run: MXNet 1.9.1's Scheduler takes back one replaced node in its life and aborts
     on the next (docs/restarts.md, "One replaced Worker per run")."""
     pod = plan.current
+    if pod is not None and pod.evicted:
+        # Kueue took the admission back and stops every pod of the group: never the job's
+        # fault, whatever the type and the restartPolicy (docs/scheduling.md#preemption).
+        return 0, describe_exit(pod)
     if pod is None or plan.fatal is not None:
         return None
     verdict = plan.verdict
@@ -292,9 +296,10 @@ class RunPlan:
 
 
 def _alive(old: list[ObservedPod]) -> bool:
-    """Whether a pod of an older run may still run: one lost with its node does not count
-    (docs/restarts.md, "Lost nodes")."""
-    return any(not p.lost for p in old)
+    """Whether a pod of an older run may still run: one that has ended cannot, even while a
+    finalizer keeps it (Kueue removes its own only once the replacements exist), and one lost
+    with its node counts as ended (docs/restarts.md, "Lost nodes")."""
+    return any(p.phase not in FINISHED_PHASES and not p.lost for p in old)
 
 
 def plan_run(

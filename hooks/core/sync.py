@@ -12,10 +12,10 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Required, TypedDict
+from typing import Any, Required, TypedDict, cast
 
 from hooks.core import gang, retention, runs, status
-from hooks.core.api import CleanPodPolicy, Reason
+from hooks.core.api import OWN_MANAGERS, CleanPodPolicy, Reason
 from hooks.core.configmaps import desired_config, desired_result, recorded_status
 from hooks.core.failure_policy import start_deadline
 from hooks.core.fields import dig, dig_list
@@ -24,6 +24,7 @@ from hooks.core.naming import Slot, result_name
 from hooks.core.observed import ObservedPod, lost_at, pods_by_slot
 from hooks.core.outcome import deadline_at, decide
 from hooks.core.pods import desired_pod
+from hooks.core.queueing import read_queue
 from hooks.core.request import CONFIG_MAP, POD, SyncRequest
 from hooks.core.restarts import SlotPlan
 from hooks.core.services import desired_service
@@ -60,8 +61,10 @@ class SyncResponse:
 
 
 def sync(request: SyncRequest, now: datetime) -> SyncResponse:
-    """Decide the desired state of one MXJob, by the first state it is in: invalid, finished,
-    suspended, active."""
+    """Decide the desired state of one MXJob, by the first state it is in: managed by another
+    controller (left alone), invalid, finished, suspended, active."""
+    if _managed_elsewhere(request.parent):
+        return SyncResponse(cast(JobStatus, request.status), retention.keep_all(request))
     job, problems = _read_job(request)
     if job is None:
         return _invalid(request, problems)
@@ -71,6 +74,12 @@ def sync(request: SyncRequest, now: datetime) -> SyncResponse:
     if job.spec.run_policy.suspend:
         return _suspended(job, request)
     return _active(job, request, now)
+
+
+def _managed_elsewhere(parent: dict[str, Any]) -> bool:
+    """`runPolicy.managedBy` names another controller (MultiKueue): hands off entirely."""
+    managers = (dig(parent, "spec", "runPolicy", "managedBy"), dig(parent, "spec", "managedBy"))
+    return any(m is not None and m not in OWN_MANAGERS for m in managers)
 
 
 def _read_job(request: SyncRequest) -> tuple[Job | None, list[Problem]]:
@@ -88,6 +97,7 @@ def _read_job(request: SyncRequest) -> tuple[Job | None, list[Problem]]:
         gang=gang.detect(request.controller, list(request.children)),
         created=created,
         spec_changed=changed,
+        queue=read_queue(request.parent),
     )
     return job, []
 

@@ -7,12 +7,35 @@ from hooks.core.fields import dig_dict, dig_list
 from hooks.core.gang import PLUGINS_SCHEDULER, VOLCANO_SCHEDULER, Gang, admits_new_pods, min_member
 from hooks.core.job import Job
 from hooks.core.observed import FINISHED_PHASES, ObservedPod, quoted
+from hooks.core.queueing import ADMISSION_GATE, queue_group
 
 _SCHEDULERS = {Gang.VOLCANO: VOLCANO_SCHEDULER, Gang.SCHEDULER_PLUGINS: PLUGINS_SCHEDULER}
 
 
 def waiting_for(job: Job, group: dict[str, Any] | None, pods: list[ObservedPod]) -> str | None:
-    """Why the job's current pods are not all bound yet, if a gang scheduler holds them."""
+    """Why the job's current pods are not all bound yet, if its queue or its gang scheduler
+    holds them."""
+    return _queued(job, pods) or _gang(job, group, pods)
+
+
+def _queued(job: Job, pods: list[ObservedPod]) -> str | None:
+    if job.queue is None:
+        return None
+    gated = [p for p in _alive(pods) if ADMISSION_GATE in p.gates]
+    if not gated:
+        return None
+    return (
+        f"queued by Kueue in LocalQueue {job.queue.name}: {len(gated)} of "
+        f"{job.spec.total_replicas} pods wait for the Workload "
+        f"{queue_group(job.name, gated[0].run)} to be admitted"
+    )
+
+
+def _alive(pods: list[ObservedPod]) -> list[ObservedPod]:
+    return [p for p in pods if p.phase not in FINISHED_PHASES and not p.terminating]
+
+
+def _gang(job: Job, group: dict[str, Any] | None, pods: list[ObservedPod]) -> str | None:
     if job.gang is None:
         return None
     wanted = min_member(job.spec)
@@ -20,7 +43,7 @@ def waiting_for(job: Job, group: dict[str, Any] | None, pods: list[ObservedPod])
         phase = dig_dict(group, "status").get("phase") or "not seen yet"
         words = f"waiting for Volcano to admit PodGroup {job.name} ({wanted} pods; phase {phase})"
         return _with_condition(words, group)
-    alive = [p for p in pods if p.phase not in FINISHED_PHASES and not p.terminating]
+    alive = _alive(pods)
     bound = sum(1 for p in alive if p.node)
     if not alive or bound == len(alive):
         return None

@@ -14,6 +14,12 @@ Optional annotations: ``mxjob-e2e/exit-after: "5s"`` (delay after Running) and
 put on the pod template (the pod ends right after it starts) or added to a live pod with
 ``kubectl annotate``. KWOK does not touch a pod once it is Succeeded/Failed, so patching
 ``pods/status`` directly works as well (see ``Stack.terminate_pod``).
+
+Our stage (``TERMINATE_STAGE``): a Running pod being deleted that still has a finalizer (Kueue's)
+ends the way a kubelet ends it: its containers terminated with 143 (SIGTERM) and the pod Failed;
+whoever owns the finalizer then removes it. The stock ``pod-fast`` delete stage is narrowed to
+pods without finalizers, as ``pod-general``'s already is: it would only retry the deletion, and a
+pod that never ends keeps its finalizer forever.
 """
 
 from __future__ import annotations
@@ -21,6 +27,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from typing import Any
+
+import yaml
 
 NODE_ANNOTATION = "kwok.x-k8s.io/node"
 NODE_SELECTOR = f"{NODE_ANNOTATION}=fake"
@@ -86,6 +94,54 @@ spec:
 """
 
 
+TERMINATE_STAGE = """\
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: mxjob-e2e-pod-terminate
+spec:
+  resourceRef:
+    apiGroup: v1
+    kind: Pod
+  selector:
+    matchExpressions:
+    - key: '.metadata.deletionTimestamp'
+      operator: 'Exists'
+    - key: '.metadata.finalizers'
+      operator: 'Exists'
+    - key: '.status.phase'
+      operator: 'In'
+      values:
+      - 'Running'
+      - 'Pending'
+  next:
+    statusTemplate: |
+      {{ $now := Now }}
+      conditions:
+      - lastTransitionTime: {{ $now | Quote }}
+        status: "False"
+        reason: PodCompleted
+        type: Ready
+      containerStatuses:
+      {{ range .spec.containers }}
+      - image: {{ .image | Quote }}
+        name: {{ .name | Quote }}
+        ready: false
+        restartCount: 0
+        started: false
+        state:
+          terminated:
+            exitCode: 143
+            reason: Error
+            startedAt: {{ $now | Quote }}
+            finishedAt: {{ $now | Quote }}
+      {{ end }}
+      phase: Failed
+"""
+#: Only pods without finalizers are removed by the delete stage (TERMINATE_STAGE ends the rest).
+_NO_FINALIZERS = {"key": ".metadata.finalizers", "operator": "DoesNotExist"}
+
+
 def write_config(kwok_home: Path, pod_stages: str, dest: Path) -> None:
     """Concatenate the stock stages and ours into one multi-document KWOK config file."""
     docs: list[str] = []
@@ -94,9 +150,20 @@ def write_config(kwok_home: Path, pod_stages: str, dest: Path) -> None:
         files = sorted(stage_dir.glob("*.yaml"))
         if not files:
             raise FileNotFoundError(f"no KWOK stages in {stage_dir} (run the build again)")
-        docs += [f.read_text() for f in files]
-    docs.append(EXIT_STAGE)
+        docs += [_narrowed(f.read_text()) for f in files]
+    docs += [EXIT_STAGE, TERMINATE_STAGE]
     dest.write_text("\n---\n".join(d.strip() + "\n" for d in docs))
+
+
+def _narrowed(stage: str) -> str:
+    """A stock stage; the pod delete stage only for pods without finalizers."""
+    doc = yaml.safe_load(stage)
+    if doc["metadata"]["name"] != "pod-delete":
+        return stage
+    expressions = doc["spec"]["selector"]["matchExpressions"]
+    if _NO_FINALIZERS not in expressions:
+        expressions.append(_NO_FINALIZERS)
+    return yaml.safe_dump(doc, sort_keys=False)
 
 
 def node(name: str) -> dict[str, Any]:

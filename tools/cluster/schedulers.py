@@ -6,6 +6,7 @@ release tree, and is stopped by PID when its block ends (docs/scheduling.md, doc
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import signal
@@ -19,7 +20,7 @@ from typing import Any
 
 import yaml
 
-from tools.cluster import build, kwok
+from tools.cluster import build, kwok, pki
 from tools.cluster.stack import Stack, StackError, free_port, http_ok, tail
 
 #: Label (and taint) of the KWOK nodes a test gives a scheduler of its own.
@@ -173,3 +174,99 @@ def nodes(names: Sequence[str], pool: str, cpu: str, memory: str = "8Gi") -> str
         node["status"] = {"capacity": capacity, "allocatable": capacity}
         items.append(node)
     return json.dumps({"apiVersion": "v1", "kind": "List", "items": items})
+
+
+KUEUE_NAMESPACE = "kueue-system"
+
+
+@contextmanager
+def kueue(stack: Stack) -> Iterator[None]:
+    """Kueue's manager with only the plain Pod integration, its webhooks called by URL on
+    127.0.0.1 with a certificate made here (its own certificate management expects a Service);
+    the webhook configurations go before the manager stops, so no pod creation hangs on it."""
+    src = _source(stack, build.KUEUE)
+    _install_crds(stack, *sorted((src / "config/components/crd/bases").glob("*.yaml")))
+    stack.kubectl("create", "namespace", KUEUE_NAMESPACE, check=False)
+    certs = stack.run_dir / "kueue-certs"
+    ca_bundle = pki.write_serving_cert(certs, "127.0.0.1")
+    webhook, health = free_port(), free_port()
+    config = {
+        "apiVersion": "config.kueue.x-k8s.io/v1beta2",
+        "kind": "Configuration",
+        "namespace": KUEUE_NAMESPACE,
+        "health": {"healthProbeBindAddress": f"127.0.0.1:{health}"},
+        "metrics": {"bindAddress": f"127.0.0.1:{free_port()}"},
+        "webhook": {"host": "127.0.0.1", "port": webhook, "certDir": str(certs)},
+        "leaderElection": {"leaderElect": False},
+        "internalCertManagement": {"enable": False},
+        "clientConnection": {"qps": 50, "burst": 100},
+        "integrations": {"frameworks": ["pod"]},
+    }
+    config_file = stack.run_dir / "kueue.yaml"
+    config_file.write_text(yaml.safe_dump(config))
+    argv = [
+        *_with_metrics_certs(stack.run_dir / "kueue-etc", certs),
+        str(stack.bin("kueue")),
+        f"--config={config_file}",
+        # The pending-workloads API is an aggregated API server of its own, which needs its
+        # own certificate and an APIService; the tests read Workloads directly instead.
+        "--feature-gates=VisibilityOnDemand=false",
+        "--zap-log-level=3",
+    ]
+    env = {**os.environ, "KUBECONFIG": str(stack.kubeconfig)}
+    webhooks = _kueue_webhooks(stack, src, f"https://127.0.0.1:{webhook}", ca_bundle)
+    with process(stack, "kueue", argv, _healthz(health, "/readyz"), env):
+        stack.kubectl("apply", "-f", "-", input=webhooks)
+        try:
+            yield
+        finally:
+            stack.kubectl("delete", "-f", "-", "--ignore-not-found", input=webhooks, check=False)
+
+
+def _with_metrics_certs(etc: Path, certs: Path) -> list[str]:
+    """A command prefix giving the process a private /etc holding `kueue/metrics/certs`: without
+    its own certificate management Kueue reads its metrics certificate from that fixed path, and
+    the host's /etc stays untouched (a copy bind-mounted in a mount namespace of its own)."""
+    script = (
+        'set -e; cp -a /etc "$0"; mkdir -p "$0/kueue/metrics"; cp -a "$1" "$0/kueue/metrics/certs";'
+        ' mount --bind "$0" /etc; shift; exec "$@"'
+    )
+    return [
+        "unshare",
+        "--mount",
+        "--propagation",
+        "private",
+        "sh",
+        "-c",
+        script,
+        str(etc),
+        str(certs),
+    ]
+
+
+def _kueue_webhooks(stack: Stack, src: Path, url: str, ca_bundle: bytes) -> str:
+    """Kueue's webhook configurations as its kustomization renders them, reduced to Pods and
+    Kueue's own kinds (the only handlers its manager serves here) and pointed at `url`."""
+    rendered = stack.kubectl("kustomize", str(src / "config/components/webhook")).stdout
+    kept = []
+    for doc in yaml.safe_load_all(rendered):
+        if not doc or not doc["kind"].endswith("WebhookConfiguration"):
+            continue
+        hooks = []
+        for hook in doc["webhooks"]:
+            rules = hook.get("rules", [])
+            if not any(
+                "pods" in r.get("resources", []) or "kueue.x-k8s.io" in r.get("apiGroups", [])
+                for r in rules
+            ):
+                continue
+            path = hook["clientConfig"]["service"]["path"]
+            hook["clientConfig"] = {
+                "url": f"{url}{path}",
+                "caBundle": base64.b64encode(ca_bundle).decode(),
+            }
+            hooks.append(hook)
+        doc["metadata"]["name"] = f"kueue-{doc['metadata']['name']}"
+        doc["webhooks"] = hooks
+        kept.append(doc)
+    return yaml.safe_dump_all(kept)

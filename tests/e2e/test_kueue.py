@@ -1,0 +1,296 @@
+"""Queue admission by a real Kueue (tools/cluster/schedulers.py: its manager with the plain Pod
+integration and its webhooks) on the KWOK tier (docs/scheduling.md#kueue).
+
+An MXJob labelled `kueue.x-k8s.io/queue-name` has its pods made one Pod group; Kueue's webhook
+gates every pod and admits the group as one Workload against a ClusterQueue of 4 CPUs. Proven:
+a job beyond the quota runs nothing and says it is queued, and starts once quota is there; of two
+jobs the second waits for the first; a job preempted by a higher-priority one restarts whole once
+admitted again, uncounted, and succeeds; a replaced Worker keeps the admission and leaks no quota;
+`runPolicy.managedBy` naming another controller makes the hook leave the job alone.
+"""
+
+import json
+import time
+from functools import partial
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.builders import replica
+from tests.e2e.conftest import Cluster, wait_for
+from tests.e2e.test_lifecycle import job
+from tools.cluster import schedulers
+
+QUEUE = "mxjob-queue"
+CLUSTER_QUEUE = "mxjob-cluster-queue"
+QUOTA = "4"
+GATE = "kueue.x-k8s.io/admission"
+
+
+def _objects(quota: str) -> list[dict[str, Any]]:
+    return [
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "ResourceFlavor",
+            "metadata": {"name": "mxjob-flavor"},
+        },
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "ClusterQueue",
+            "metadata": {"name": CLUSTER_QUEUE},
+            "spec": {
+                "namespaceSelector": {},
+                "preemption": {"withinClusterQueue": "LowerPriority"},
+                "resourceGroups": [
+                    {
+                        "coveredResources": ["cpu"],
+                        "flavors": [
+                            {
+                                "name": "mxjob-flavor",
+                                "resources": [{"name": "cpu", "nominalQuota": quota}],
+                            }
+                        ],
+                    }
+                ],
+            },
+        },
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "LocalQueue",
+            "metadata": {"name": QUEUE, "namespace": "default"},
+            "spec": {"clusterQueue": CLUSTER_QUEUE},
+        },
+        *(
+            {
+                "apiVersion": "kueue.x-k8s.io/v1beta2",
+                "kind": "WorkloadPriorityClass",
+                "metadata": {"name": name},
+                "value": value,
+            }
+            for name, value in (("mxjob-low", 100), ("mxjob-high", 1000))
+        ),
+    ]
+
+
+def set_quota(cluster: Cluster, quota: str) -> None:
+    listed = {"apiVersion": "v1", "kind": "List", "items": _objects(quota)}
+    cluster.kubectl("apply", "-f", "-", stdin=json.dumps(listed))
+
+
+@pytest.fixture(scope="module")
+def kueue(cluster: Cluster) -> Iterator[None]:
+    """Kueue running, with a LocalQueue over a ClusterQueue of QUOTA CPUs (preempting lower
+    priorities) and two WorkloadPriorityClasses; all of it gone again afterwards."""
+    with schedulers.kueue(cluster.stack):
+        set_quota(cluster, QUOTA)
+        try:
+            yield
+        finally:
+            listed = {"apiVersion": "v1", "kind": "List", "items": _objects(QUOTA)}
+            cluster.kubectl(
+                "delete", "-f", "-", "--ignore-not-found", "--wait=false",
+                stdin=json.dumps(listed), check=False,
+            )  # fmt: skip
+
+
+def queued_job(
+    name: str, replicas: dict[str, Any], priority: str | None = None, **run_policy: Any
+) -> dict[str, Any]:
+    obj = job(name, replicas, **run_policy)
+    labels = {"kueue.x-k8s.io/queue-name": QUEUE}
+    if priority:
+        labels["kueue.x-k8s.io/priority-class"] = priority
+    obj["metadata"]["labels"] = labels
+    return obj
+
+
+def cpus(count: int, cpu: str, policy: str | None = None) -> dict[str, Any]:
+    return replica(count, policy, resources={"requests": {"cpu": cpu}})
+
+
+def live(cluster: Cluster, name: str) -> dict[str, dict[str, Any]]:
+    return {
+        pod: obj
+        for pod, obj in cluster.pods(name).items()
+        if obj["status"].get("phase") not in ("Succeeded", "Failed")
+        and not obj["metadata"].get("deletionTimestamp")
+    }
+
+
+def gated(cluster: Cluster, name: str, count: int) -> dict[str, dict[str, Any]] | None:
+    """The job's `count` live pods once every one is held by Kueue's gate and unbound."""
+    pods = live(cluster, name)
+    held = all(
+        GATE in {g["name"] for g in p["spec"].get("schedulingGates", [])}
+        and not p["spec"].get("nodeName")
+        for p in pods.values()
+    )
+    return pods if len(pods) == count and held else None
+
+
+def running(cluster: Cluster, name: str, count: int) -> dict[str, dict[str, Any]] | None:
+    pods = live(cluster, name)
+    up = all(p["status"].get("phase") == "Running" for p in pods.values())
+    return pods if len(pods) == count and up else None
+
+
+def queued_message(cluster: Cluster, name: str) -> str | None:
+    found = cluster.condition(name)
+    return found[2] if found and f"queued by Kueue in LocalQueue {QUEUE}" in found[2] else None
+
+
+def workload(name: str, run: int = 0) -> str:
+    """The Workload (Pod group) of one run of a job."""
+    return f"{name}-mxjob-run-{run}"
+
+
+def workloads(cluster: Cluster, name: str) -> list[str]:
+    proc = cluster.kubectl("get", "workloads.kueue.x-k8s.io", "-n", "default", "-o", "name")
+    return [w for w in proc.stdout.split() if w.split("/")[-1].startswith(workload(name, 0)[:-1])]
+
+
+def workload_condition(cluster: Cluster, name: str, ctype: str) -> dict[str, Any]:
+    workload = cluster.get("workloads.kueue.x-k8s.io", name) or {}
+    conditions = workload.get("status", {}).get("conditions", [])
+    return next((c for c in conditions if c["type"] == ctype), {})
+
+
+def cpu_in_use(cluster: Cluster) -> str:
+    queue = cluster.get("clusterqueues.kueue.x-k8s.io", CLUSTER_QUEUE) or {}
+    for flavor in queue.get("status", {}).get("flavorsUsage", []):
+        for resource in flavor.get("resources", []):
+            if resource["name"] == "cpu":
+                return str(resource.get("total", "0"))
+    return "0"
+
+
+def finish(cluster: Cluster, pods: list[str], code: int = 0) -> None:
+    for pod in pods:
+        cluster.stack.terminate_pod("default", pod, code)
+
+
+def gone(cluster: Cluster, name: str) -> bool:
+    """No pod and no Workload of the job is left."""
+    return not cluster.pods(name) and not workloads(cluster, name)
+
+
+def remove(cluster: Cluster, *names: str) -> None:
+    """Delete the jobs, and wait until their pods and Workloads are gone and the quota is
+    free again: nothing of a finished or deleted job holds quota."""
+    for name in names:
+        cluster.delete("mxjob", name)
+    for name in names:
+        cluster.wait_gone("mxjob", name)
+        wait_for(f"{name}'s pods gone", partial(gone, cluster, name), 60)
+    wait_for("the quota free", lambda: cpu_in_use(cluster) == "0", 60)
+
+
+def test_a_job_beyond_its_quota_runs_nothing_and_starts_once_quota_is_there(
+    cluster: Cluster, kueue: None
+) -> None:
+    name = "kueue-big"
+    cluster.apply(queued_job(name, {"Worker": cpus(3, "2")}))  # 6 CPUs, the quota is 4
+    words = wait_for("the queued message", lambda: queued_message(cluster, name), 60)
+    wait_for("three gated pods", lambda: gated(cluster, name, 3), 60)
+    time.sleep(5)
+    assert gated(cluster, name, 3), "a pod of a job beyond its quota was let through"
+    reserved = workload_condition(cluster, workload(name), "QuotaReserved")
+    print(f"kueue, a job beyond its quota: {cluster.condition(name)}; Workload: {reserved}")
+    assert "waiting for the Workload" in words or "wait for the Workload" in words
+    raised = time.monotonic()
+    set_quota(cluster, "6")
+    try:
+        wait_for("all three pods running", lambda: running(cluster, name, 3), 60)
+        print(f"kueue: quota raised to all 3 pods running in {time.monotonic() - raised:.1f}s")
+        finish(cluster, [f"{name}-worker-{i}" for i in range(3)])
+        cluster.wait_condition(name, "Succeeded")
+    finally:
+        set_quota(cluster, QUOTA)
+    remove(cluster, name)
+
+
+def test_of_two_jobs_the_second_waits_for_the_first(cluster: Cluster, kueue: None) -> None:
+    first, second = "kueue-first", "kueue-second"
+    cluster.apply(queued_job(first, {"Worker": cpus(2, "2")}))
+    wait_for(f"{first} running", lambda: running(cluster, first, 2), 60)
+    cluster.apply(queued_job(second, {"Worker": cpus(2, "1")}))
+    wait_for(f"{second} queued", lambda: queued_message(cluster, second), 60)
+    assert gated(cluster, second, 2)
+    ended = time.monotonic()
+    finish(cluster, [f"{first}-worker-{i}" for i in range(2)])
+    wait_for(f"{second} running", lambda: running(cluster, second, 2), 60)
+    print(f"kueue: first job ended to second running in {time.monotonic() - ended:.1f}s")
+    finish(cluster, [f"{second}-worker-{i}" for i in range(2)])
+    cluster.wait_condition(second, "Succeeded")
+    assert cluster.condition(first)[0] == "Succeeded"  # type: ignore[index]
+    remove(cluster, first, second)
+
+
+def test_a_preempted_job_restarts_whole_uncounted_and_succeeds(
+    cluster: Cluster, kueue: None
+) -> None:
+    low, high = "kueue-low", "kueue-high"
+    replicas = {"Scheduler": cpus(1, "1"), "Server": cpus(1, "1"), "Worker": cpus(2, "1")}
+    # backoffLimit 0 and restartPolicy Never: a preemption counted as a failure would end it.
+    cluster.apply(queued_job(low, replicas, priority="mxjob-low", backoffLimit=0))
+    wait_for(f"{low} running", lambda: running(cluster, low, 4), 60)
+    cluster.apply(queued_job(high, {"Worker": cpus(2, "2")}, priority="mxjob-high"))
+    restarting = cluster.wait_condition(low, "Restarting", 60)
+    print(f"kueue, the preempted job: {restarting}")
+    assert "Kueue" in restarting[2] and "not counted" in restarting[2]
+    wait_for(f"{high} running", lambda: running(cluster, high, 2), 60)
+    wait_for(f"{low}'s next run queued", lambda: gated(cluster, low, 4), 60)
+    finish(cluster, [f"{high}-worker-{i}" for i in range(2)])
+    cluster.wait_condition(high, "Succeeded")
+    again = wait_for(f"{low} running again", lambda: running(cluster, low, 4), 90)
+    assert f"{low}-scheduler-0" not in again, "the preempted run's pods came back"
+    finish(cluster, [p for p in again if "-server-" not in p])
+    cluster.wait_condition(low, "Succeeded")
+    status = cluster.status(low)
+    assert all(not s.get("failed") for s in status["replicaStatuses"].values()), status
+    remove(cluster, low, high)
+
+
+def test_a_replaced_worker_keeps_the_admission_and_leaks_no_quota(
+    cluster: Cluster, kueue: None
+) -> None:
+    name = "kueue-replaced"
+    replicas = {
+        "Scheduler": cpus(1, "1", "ExitCode"),
+        "Server": cpus(1, "1", "ExitCode"),
+        "Worker": cpus(2, "1", "ExitCode"),
+    }
+    cluster.apply(queued_job(name, replicas))
+    wait_for(f"{name} running", lambda: running(cluster, name, 4), 60)
+    wait_for("4 CPUs in use", lambda: cpu_in_use(cluster) == "4", 30)
+    admitted = cluster.get("workloads.kueue.x-k8s.io", workload(name)) or {}
+    finish(cluster, [f"{name}-worker-1"], 137)
+    pods = wait_for("the replacement running", lambda: running(cluster, name, 4), 60)
+    assert f"{name}-worker-1-r1" in pods
+    still = cluster.get("workloads.kueue.x-k8s.io", workload(name)) or {}
+    assert still["metadata"]["uid"] == admitted["metadata"]["uid"], "a new Workload was made"
+    assert workload_condition(cluster, workload(name), "Admitted").get("status") == "True"
+    evictions = still["status"].get("schedulingStats", {}).get("evictions", [])
+    assert not evictions, f"the replacement cost the admission: {evictions}"
+    time.sleep(2)
+    assert cpu_in_use(cluster) == "4", "the replacement took quota of its own"
+    finish(cluster, [f"{name}-scheduler-0", f"{name}-worker-0", f"{name}-worker-1-r1"])
+    cluster.wait_condition(name, "Succeeded")
+    remove(cluster, name)
+
+
+def test_a_job_managed_by_another_controller_is_left_alone(cluster: Cluster) -> None:
+    foreign, ours = "managed-elsewhere", "managed-here"
+    cluster.apply(job(foreign, {"Worker": replica(2)}, managedBy="kueue.x-k8s.io/multikueue"))
+    cluster.apply(job(ours, {"Worker": replica(2)}, managedBy="kubeflow.org/training-operator"))
+    cluster.wait_pods(ours, {f"{ours}-worker-{i}" for i in range(2)})
+    cluster.wait_condition(ours, "Running")
+    time.sleep(3)
+    assert cluster.pods(foreign) == {}
+    assert cluster.services(foreign) == {}
+    # Metacontroller itself stamps observedGeneration on every parent it syncs; nothing else.
+    assert set(cluster.status(foreign)) <= {"observedGeneration"}, cluster.status(foreign)
+    for name in (foreign, ours):
+        cluster.delete("mxjob", name)
+        cluster.wait_gone("mxjob", name)
