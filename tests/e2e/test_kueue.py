@@ -11,8 +11,8 @@ admitted again, uncounted, and succeeds; a replaced Worker keeps the admission a
 
 import json
 import time
-from functools import partial
 from collections.abc import Iterator
+from functools import partial
 from typing import Any
 
 import pytest
