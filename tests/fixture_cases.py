@@ -1004,6 +1004,129 @@ def scheduler_plugins_podgroup() -> Json:
     return request(mxjob(run_policy=GANG_POLICY), controller=PLUGINS)
 
 
+@case
+def volcano_min_resources_from_requests() -> Json:
+    """Volcano, no minResources given: the PodGroup asks for what its pods request.
+
+    Scheduler 1 CPU, Server 2 CPUs and 1Gi (a limit standing in for a request), 2 Workers of
+    1500m: 5 CPUs and 1Gi, so Volcano holds a gang that cannot fit before any pod exists."""
+    cpu = {"requests": {"cpu": "1"}}
+    replicas = {
+        "Scheduler": replica(1, resources=cpu),
+        "Server": replica(1, resources={"requests": {"cpu": "2"}, "limits": {"memory": "1Gi"}}),
+        "Worker": replica(2, resources={"requests": {"cpu": "1500m"}}),
+    }
+    return request(
+        mxjob(replicas=replicas, run_policy={"schedulingPolicy": {}}), controller=VOLCANO
+    )
+
+
+@case
+def scheduler_plugins_waiting_for_gang() -> Json:
+    """scheduler-plugins: one pod bound, three held back by coscheduling: the status says so.
+
+    The message names the scheduler, how many of how many are bound, and the pod's reason."""
+    body = scheduler_plugins_podgroup()
+    job = body["parent"]
+    children = cluster_after(run(body))
+    held = "0/4 nodes are available: pod group is not ready"
+    children = with_states(
+        children,
+        mnist_scheduler_0=lambda p: {**running(p), "spec": {**p["spec"], "nodeName": "node-1"}},
+        mnist_server_0=lambda p: unschedulable(p, held),
+        mnist_server_1=lambda p: unschedulable(p, held),
+        mnist_worker_0=lambda p: unschedulable(p, held),
+    )
+    return request(job, children, PLUGINS)
+
+
+def _queued_job(**spec: Any) -> Json:
+    job = mxjob(**spec)
+    job["metadata"]["labels"] = {
+        "kueue.x-k8s.io/queue-name": "team-a",
+        "kueue.x-k8s.io/priority-class": "low",
+    }
+    return job
+
+
+@case
+def kueue_pod_group() -> Json:
+    """A job labelled with a Kueue queue: every pod joins run 0's Pod group.
+
+    Labels queue-name, pod-group-name mnist-mxjob-run-0 and the priority class; annotations
+    pod-group-total-count 6 and retriable-in-group false."""
+    return request(_queued_job())
+
+
+def _gated(pod: Json) -> Json:
+    """A pod as Kueue's webhook leaves it: gated until its group is admitted."""
+    obj = copy.deepcopy(pod)
+    obj["spec"]["schedulingGates"] = [{"name": "kueue.x-k8s.io/admission"}]
+    obj["metadata"].setdefault("finalizers", []).append("kueue.x-k8s.io/managed")
+    obj["status"] = {
+        "phase": "Pending",
+        "conditions": [{"type": "PodScheduled", "status": "False", "reason": "SchedulingGated"}],
+    }
+    return obj
+
+
+@case
+def kueue_queued() -> Json:
+    """Every pod gated by Kueue: Created, and the message says which queue holds the job."""
+    job = _queued_job()
+    return request(job, all_pods(first_cluster(job), _gated))
+
+
+def _stopped_by_kueue(pod: Json) -> Json:
+    """A pod of a preempted group: Kueue's TerminationTarget condition, then its deletion."""
+    obj = terminating(terminated(pod, 143, minutes=20), minutes=20)
+    obj["status"].setdefault("conditions", []).append(
+        {
+            "type": "TerminationTarget",
+            "status": "True",
+            "reason": "WorkloadEvictedDueToPreempted",
+            "message": "Preempted to accommodate a workload due to prioritization",
+        }
+    )
+    return obj
+
+
+@case
+def kueue_preempted() -> Json:
+    """Kueue preempted the job's group: the whole job restarts, not counted, even under Never.
+
+    restartPolicy Never and backoffLimit 0 would fail the job for any counted failure."""
+    job = _queued_job(run_policy={"backoffLimit": 0})
+    children = all_pods(first_cluster(job), running)
+    job = _queued_job(run_policy={"backoffLimit": 0}, status=status_after(job, children))
+    return request(job, all_pods(children, _stopped_by_kueue))
+
+
+@case
+def whole_job_old_pods_ended() -> Json:
+    """Run 0's pods have all ended but a finalizer keeps them: run 1 is created anyway.
+
+    Ended pods cannot run again, and Kueue lets go of a failed pod only once its replacement
+    exists."""
+    job, children = _recorded(stale=False)
+    children = [
+        terminated(c, 143, minutes=21)
+        if c["kind"] == "Pod" and c["status"].get("phase") == "Running"
+        else c
+        for c in children
+    ]
+    children = [terminating(c, minutes=60) if c["kind"] == "Pod" else c for c in children]
+    job = mxjob(replicas=WHOLE, status=status_after(job, children))
+    return request(job, children)
+
+
+@case
+def managed_by_multikueue() -> Json:
+    """runPolicy.managedBy names MultiKueue: nothing is created and the status is kept as is."""
+    job = mxjob(run_policy={"managedBy": "kueue.x-k8s.io/multikueue"}, status={"startTime": at(1)})
+    return request(job)
+
+
 def write() -> None:
     """Record every case: its request, the hook's answer and the digest of both."""
     for name, each in CASES.items():

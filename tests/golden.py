@@ -79,17 +79,23 @@ def _pretty(value: object) -> str:
     return json.dumps(value, indent=2, sort_keys=True) + "\n"
 
 
-def digest(reason: str, request: Mapping[str, Any], response: Mapping[str, Any]) -> str:
-    """What a case proves, in a few lines: a change of behaviour shows as a change here."""
-    status = response.get("status", {})
-    conditions = status.get("conditions") or [{}]
+def _condition_lines(status: Mapping[str, Any]) -> list[str]:
+    """The latest condition and its message; a status without conditions says so."""
+    conditions = status.get("conditions")
+    if not conditions:
+        return ["condition: - (the status has none)", "message:   -"]
     last = conditions[-1]
-    lines = [
-        f"reason:    {reason}",
+    return [
         f"condition: {last.get('type')}={last.get('status')} {last.get('reason')}"
         f" at {last.get('lastTransitionTime')}",
         f"message:   {last.get('message')}",
     ]
+
+
+def digest(reason: str, request: Mapping[str, Any], response: Mapping[str, Any]) -> str:
+    """What a case proves, in a few lines: a change of behaviour shows as a change here."""
+    status = response.get("status", {})
+    lines = [f"reason:    {reason}", *_condition_lines(status)]
     for rtype, counts in sorted(status.get("replicaStatuses", {}).items()):
         numbers = ", ".join(
             f"{key} {counts.get(key)}" for key in ("active", "succeeded", "failed", "restarts")

@@ -265,10 +265,12 @@ def may_delete_old_run(
     previous: dict[str, Any], record: RunRecord | None, plans: list[SlotPlan]
 ) -> bool:
     """Older pods may go once the new run is observed, or once the parent status shows the
-    deleting step, written only after the record was observed."""
+    deleting or the creating step, each written only after the record was observed."""
     if any(p.current is not None for p in plans):
         return True
-    return record is not None and parent_shows(previous, record.message(Step.DELETING))
+    return record is not None and any(
+        parent_shows(previous, record.message(step)) for step in (Step.DELETING, Step.CREATING)
+    )
 
 
 def may_create_run(previous: dict[str, Any], restart: RunRecord | None, old: bool) -> bool:
