@@ -28,7 +28,7 @@ QUOTA = "4"
 GATE = "kueue.x-k8s.io/admission"
 
 
-def _objects(quota: str) -> list[dict[str, Any]]:
+def queue_objects(quota: str) -> list[dict[str, Any]]:
     return [
         {
             "apiVersion": "kueue.x-k8s.io/v1beta2",
@@ -74,7 +74,7 @@ def _objects(quota: str) -> list[dict[str, Any]]:
 
 
 def set_quota(cluster: Cluster, quota: str) -> None:
-    listed = {"apiVersion": "v1", "kind": "List", "items": _objects(quota)}
+    listed = {"apiVersion": "v1", "kind": "List", "items": queue_objects(quota)}
     cluster.kubectl("apply", "-f", "-", stdin=json.dumps(listed))
 
 
@@ -87,7 +87,7 @@ def kueue(cluster: Cluster) -> Iterator[None]:
         try:
             yield
         finally:
-            listed = {"apiVersion": "v1", "kind": "List", "items": _objects(QUOTA)}
+            listed = {"apiVersion": "v1", "kind": "List", "items": queue_objects(QUOTA)}
             cluster.kubectl(
                 "delete", "-f", "-", "--ignore-not-found", "--wait=false",
                 stdin=json.dumps(listed), check=False,

@@ -567,16 +567,7 @@ class NodeStack(Stack):
         self.kubectl(
             "wait", "--for=condition=Established", "--timeout=60s", "crd", "--all", timeout=90
         )
-        project = self.run_dir / "install" / "mxjob"
-        project.mkdir(parents=True, exist_ok=True)
-        (project / "kustomization.yaml").write_text(
-            kustomization(
-                project,
-                repo / "manifests" / "overlays" / "standard",
-                {"mxjob": refs[images.HOOK.name]},
-            )
-        )
-        self.kubectl("apply", "-k", str(project), timeout=120)
+        self.install_variant(repo, "standard")
         for kind, namespace, name in (
             ("statefulset", "metacontroller", "metacontroller"),
             ("deployment", "mxjob-system", "mxjob-hook"),
@@ -599,6 +590,20 @@ class NodeStack(Stack):
             "--all",
             timeout=150,
         )
+
+    def install_variant(self, repo: Path, variant: str) -> None:
+        """`kubectl apply -k manifests/overlays/<variant>` as the README says, with only the
+        hook's image swapped for the locally built one."""
+        project = self.run_dir / "install" / f"mxjob-{variant}"
+        project.mkdir(parents=True, exist_ok=True)
+        (project / "kustomization.yaml").write_text(
+            kustomization(
+                project,
+                repo / "manifests" / "overlays" / variant,
+                {"mxjob": (self.images or {})[images.HOOK.name]},
+            )
+        )
+        self.kubectl("apply", "-k", str(project), timeout=120)
 
 
 def kustomization(directory: Path, base: Path, images_: dict[str, str]) -> str:
