@@ -1072,9 +1072,33 @@ def _gated(pod: Json) -> Json:
 
 @case
 def kueue_queued() -> Json:
-    """Every pod gated by Kueue: Created, and the message says which queue holds the job."""
+    """Every pod gated by Kueue: Created, the message names the queue, and no startTime yet."""
     job = _queued_job()
     return request(job, all_pods(first_cluster(job), _gated))
+
+
+def _admitted(pod: Json) -> Json:
+    """A pod of an admitted group: ungated, bound at minute 5, running from minute 5.5."""
+    obj = running(pod, minutes=5.5)
+    obj["spec"] = {k: v for k, v in obj["spec"].items() if k != "schedulingGates"}
+    obj["spec"]["nodeName"] = "node-1"
+    obj["status"]["conditions"] = [
+        {"type": "PodScheduled", "status": "True", "lastTransitionTime": at(5)}
+    ]
+    return obj
+
+
+@case
+def kueue_admitted_starts_the_clock() -> Json:
+    """Queued, then admitted: startTime is when its first pod was scheduled (12:05), not created.
+
+    Time spent in the queue does not count toward activeDeadlineSeconds: the 3600 s deadline
+    falls due at 13:05, so the answer asks to be synced again in 300 s."""
+    policy = {"activeDeadlineSeconds": 3600}
+    job = _queued_job(run_policy=policy)
+    children = all_pods(first_cluster(job), _gated)
+    job = _queued_job(run_policy=policy, status=status_after(job, children))
+    return request(job, all_pods(children, _admitted))
 
 
 def _stopped_by_kueue(pod: Json) -> Json:

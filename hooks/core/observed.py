@@ -97,6 +97,8 @@ class ObservedPod:
     scheduler: str | None = None
     #: Its `spec.schedulingGates` names: a gated pod is not even considered by a scheduler.
     gates: frozenset[str] = frozenset()
+    #: When it was bound to a node (its `PodScheduled` condition turning True).
+    scheduled: datetime | None = None
 
     @property
     def active(self) -> bool:
@@ -181,6 +183,7 @@ def read_pod(job: str, pod: dict[str, Any]) -> ObservedPod | None:
             if isinstance(c.get("type"), str) and isinstance(c.get("status"), str)
         ),
         evicted=_evicted(conditions),
+        scheduled=_scheduled(conditions),
         node=_text(dig(spec, "nodeName")),
         scheduler=_text(dig(spec, "schedulerName")),
         gates=frozenset(
@@ -195,6 +198,11 @@ def _condition(conditions: list[dict[str, Any]], ctype: str, status: str) -> dic
     return next(
         (c for c in conditions if c.get("type") == ctype and c.get("status") == status), None
     )
+
+
+def _scheduled(conditions: list[dict[str, Any]]) -> datetime | None:
+    found = _condition(conditions, "PodScheduled", ConditionStatus.TRUE)
+    return None if found is None else parse_time(found.get("lastTransitionTime"))
 
 
 def _evicted(conditions: list[dict[str, Any]]) -> str | None:

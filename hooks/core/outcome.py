@@ -209,8 +209,14 @@ def decide(
     if outcome.finished:
         return outcome
     if waiting:
-        return replace(outcome, message=f"{outcome.message.removesuffix('.')}; {waiting}.")
+        return _extended(outcome, waiting)
     return _naming_blocked(outcome, facts.plans)
+
+
+def _extended(outcome: Outcome, words: str) -> Outcome:
+    """The outcome, its message extended by `words`, ending in one full stop."""
+    ending = "" if words.endswith(".") else "."
+    return replace(outcome, message=f"{outcome.message.removesuffix('.')}; {words}{ending}")
 
 
 def _naming_blocked(outcome: Outcome, plans: list[SlotPlan]) -> Outcome:
@@ -221,8 +227,7 @@ def _naming_blocked(outcome: Outcome, plans: list[SlotPlan]) -> Outcome:
     first, pod = blocked[0], blocked[0].current
     more = f" (and {len(blocked) - 1} more replicas)" if len(blocked) > 1 else ""
     words = f"{replica_words(first.slot, pod)} cannot start{more}: {pod.blocked if pod else ''}"
-    ending = "" if words.endswith(".") else "."
-    return replace(outcome, message=f"{outcome.message.removesuffix('.')}; {words}{ending}")
+    return _extended(outcome, words)
 
 
 def deciding_types(job: Job) -> tuple[ReplicaType, ...]:

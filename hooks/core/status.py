@@ -64,15 +64,18 @@ def carried_start(previous: dict[str, Any]) -> datetime | None:
     return parse_time(previous.get("startTime"))
 
 
-def start_time(previous: dict[str, Any], pods: dict[Any, list[ObservedPod]]) -> datetime | None:
-    """Earliest pod creation of the current run; carried forward, except across a resume."""
+def start_time(
+    previous: dict[str, Any], pods: dict[Any, list[ObservedPod]], *, queued: bool = False
+) -> datetime | None:
+    """Earliest pod creation of the current run; carried forward, except across a resume. A
+    job in a Kueue queue starts when its first pod is admitted and scheduled (or, without that
+    moment, starts running): time spent queued is not run time (docs/scheduling.md#kueue)."""
     carried = carried_start(previous)
     resumed = cond.is_true(cond.clean(previous.get("conditions")), ConditionType.SUSPENDED)
     if carried is not None and not resumed:
         return carried
-    return earliest(
-        *(p.created for attempts in pods.values() for p in attempts if not p.terminating)
-    )
+    live = [p for attempts in pods.values() for p in attempts if not p.terminating]
+    return earliest(*((p.scheduled or p.started) if queued else p.created for p in live))
 
 
 def replica_statuses(job: Job, plans: list[SlotPlan]) -> dict[str, ReplicaStatus]:

@@ -148,7 +148,7 @@ def _active(job: Job, request: SyncRequest, now: datetime) -> SyncResponse:
     pods = pods_by_slot(job.name, request.group(POD))
     record, record_child = runs.observed_record(job, request.group(CONFIG_MAP))
     plan = runs.plan_run(job, pods, record, now)
-    start = status.start_time(previous, pods)
+    start = status.start_time(previous, pods, queued=job.queue is not None)
     waits = waiting_for(job, _observed_group(job, request), _current(plan))
     outcome = decide(job, plan, start, now, waits)
     new_status = status.active_status(job, previous, plan.plans, outcome, start)
