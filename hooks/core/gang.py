@@ -1,4 +1,4 @@
-"""Gang scheduling (docs/run-policy.md): one PodGroup per job for Volcano or for scheduler-plugins.
+"""Gang scheduling (docs/scheduling.md): one PodGroup per job for Volcano or for scheduler-plugins.
 
 Which scheduler is in use is read from the CompositeController in the request: a kustomize
 overlay adds the PodGroup kind as a child resource, so one hook serves every variant.
