@@ -1151,6 +1151,115 @@ def managed_by_multikueue() -> Json:
     return request(job)
 
 
+# --- docs/migration.md: jobs training-operator ran, seen by this hook for the first time ----
+
+
+def _operator_pod(pod: Json) -> Json:
+    """A pod as training-operator v1.8 made it, labelled for adoption: the same name, labels
+    and Service, but none of this hook's annotations and no rejoin wait."""
+    obj = copy.deepcopy(pod)
+    meta = obj["metadata"]
+    meta["annotations"] = {
+        k: v for k, v in meta.get("annotations", {}).items() if not k.startswith("mxjob.")
+    }
+    obj["spec"].pop("initContainers", None)
+    return obj
+
+
+_OPERATOR_RUNNING: Json = {
+    "conditions": [
+        {
+            "type": "Created",
+            "status": "True",
+            "reason": "MXJobCreated",
+            "message": "MXJob mnist is created.",
+            "lastUpdateTime": at(0),
+            "lastTransitionTime": at(0),
+        },
+        {
+            "type": "Running",
+            "status": "True",
+            "reason": "MXJobRunning",
+            "message": "MXJob mnist is running.",
+            "lastUpdateTime": at(1),
+            "lastTransitionTime": at(1),
+        },
+    ],
+    "replicaStatuses": {
+        "Scheduler": {"active": 1},
+        "Server": {"active": 1},
+        "Worker": {"active": 2},
+    },
+    "startTime": at(0.5),
+}
+
+
+def _adopted() -> tuple[Json, list[Json]]:
+    """A running job training-operator made, its pods and Services labelled for adoption, its
+    status as training-operator wrote it; none of this hook's ConfigMaps yet."""
+    job = mxjob(replicas=WHOLE)
+    made = [c for c in first_cluster(job) if c["kind"] != "ConfigMap"]
+    children = [_operator_pod(running(c)) if c["kind"] == "Pod" else c for c in made]
+    return mxjob(replicas=WHOLE, status=_OPERATOR_RUNNING), children
+
+
+@case
+def adopted_running_job() -> Json:
+    """A running training-operator job after the hand-over: its pods and Services are kept.
+
+    Nothing is deleted or made again; only this hook's config ConfigMap is created (for pods it
+    may make later), and the status takes this hook's shape."""
+    return request(*_adopted())
+
+
+@case
+def adopted_worker_failure_restarts_the_whole_job() -> Json:
+    """A Worker of an adopted job fails: the whole job restarts, not the Worker alone.
+
+    Its Scheduler, made by training-operator without ps-lite heartbeats, could not take a
+    replaced Worker back (docs/environment.md#ps-lite-heartbeats)."""
+    job, children = _adopted()
+    children = with_states(children, mnist_worker_1=lambda p: terminated(p, 137, minutes=20))
+    return request(job, children)
+
+
+@case
+def finished_operator_job_with_a_refused_spec() -> Json:
+    """A job training-operator ran to Succeeded, with a spec this hook refuses: status kept.
+
+    Two Scheduler replicas (training-operator counted Scheduler keys, not replicas): the job is
+    not marked Failed after the fact, its completionTime stays, and nothing is deleted."""
+    replicas = {**WHOLE, "Scheduler": replica(2, "ExitCode")}
+    done: Json = {
+        **_OPERATOR_RUNNING,
+        "conditions": [
+            *_OPERATOR_RUNNING["conditions"][:1],
+            {**_OPERATOR_RUNNING["conditions"][1], "status": "False"},
+            {
+                "type": "Succeeded",
+                "status": "True",
+                "reason": "MXJobSucceeded",
+                "message": "MXJob mnist is successfully completed.",
+                "lastUpdateTime": at(30),
+                "lastTransitionTime": at(30),
+            },
+        ],
+        "replicaStatuses": {
+            "Scheduler": {"succeeded": 1},
+            "Server": {"succeeded": 1},
+            "Worker": {"succeeded": 2},
+        },
+        "completionTime": at(30),
+    }
+    job = mxjob(replicas=WHOLE)
+    children = [
+        _operator_pod(terminated(c, 0, minutes=30)) if c["kind"] == "Pod" else c
+        for c in first_cluster(job)
+        if c["kind"] != "ConfigMap"
+    ]
+    return request(mxjob(replicas=replicas, status=done), children)
+
+
 def write() -> None:
     """Record every case: its request, the hook's answer and the digest of both."""
     for name, each in CASES.items():

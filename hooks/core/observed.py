@@ -11,6 +11,7 @@ from enum import StrEnum
 from typing import Any
 
 from hooks.core.api import (
+    ANNOTATION_ATTEMPT,
     ANNOTATION_RESTARTS,
     ANNOTATION_RUN,
     DISRUPTION,
@@ -99,6 +100,9 @@ class ObservedPod:
     gates: frozenset[str] = frozenset()
     #: When it was bound to a node (its `PodScheduled` condition turning True).
     scheduled: datetime | None = None
+    #: Made by another controller (no `attempt` annotation, which this hook puts on every pod
+    #: it makes): training-operator's pods of a job adopted in a migration (docs/migration.md).
+    foreign: bool = False
 
     @property
     def active(self) -> bool:
@@ -184,6 +188,7 @@ def read_pod(job: str, pod: dict[str, Any]) -> ObservedPod | None:
         ),
         evicted=_evicted(conditions),
         scheduled=_scheduled(conditions),
+        foreign=dig(pod, "metadata", "annotations", ANNOTATION_ATTEMPT) is None,
         node=_text(dig(spec, "nodeName")),
         scheduler=_text(dig(spec, "schedulerName")),
         gates=frozenset(

@@ -164,13 +164,12 @@ def _run_start(
     return RunStart(run=run, attempt=newest + 1)
 
 
-def _trigger(job: Job, plan: SlotPlan, worker_replaced: bool) -> tuple[int, str] | None:
+def _trigger(job: Job, plan: SlotPlan, no_rejoin: str | None) -> tuple[int, str] | None:
     """Whether this slot's state restarts the whole job: the restarts it adds and the words.
 
     A failed pod restarts the whole job when a failurePolicy rule says RestartJob (any type),
-    when its type cannot be replaced alone, or when it is a second Worker to replace in one
-    ps-lite run: MXNet 1.9.1's Scheduler takes back one replaced node in its life and aborts
-    on the next (docs/restarts.md, "One replaced Worker per run")."""
+    when its type cannot be replaced alone, or when it is a Worker of a ps-lite run whose
+    Scheduler cannot take a replaced Worker back (`no_rejoin` says why)."""
     pod = plan.current
     if pod is not None and pod.evicted:
         # Kueue took the admission back and stops every pod of the group: never the job's
@@ -184,12 +183,11 @@ def _trigger(job: Job, plan: SlotPlan, worker_replaced: bool) -> tuple[int, str]
         return plan.restarts - plan.counted, describe_exit(pod, verdict)
     if (
         failed
-        and worker_replaced
+        and no_rejoin is not None
         and plan.slot.rtype is ReplicaType.WORKER
         and through_ps_lite(job.spec)
     ):
-        once = ", and ps-lite's Scheduler takes back only one replaced Worker in its life"
-        return plan.restarts - plan.counted, describe_exit(pod, verdict) + once
+        return plan.restarts - plan.counted, f"{describe_exit(pod, verdict)}, and {no_rejoin}"
     if plan.slot.rtype not in WHOLE_JOB_TYPES:
         return None
     alone = f", and {_WHO[job.spec.mode]} cannot replace a {plan.slot.rtype.value} alone"
@@ -207,14 +205,14 @@ def _trigger(job: Job, plan: SlotPlan, worker_replaced: bool) -> tuple[int, str]
 
 
 def decide_restart(
-    job: Job, run: int, plans: list[SlotPlan], worker_replaced: bool = False
+    job: Job, run: int, plans: list[SlotPlan], no_rejoin: str | None = None
 ) -> RunRecord | None:
     """A whole-job restart when a Scheduler/Server (TunerTracker/Tuner) of the run failed in a
     retryable way, was restarted in place, or is being taken away by the cluster, or when a
     failurePolicy rule said RestartJob for any failed pod, or when a Worker fails in a ps-lite
-    run that already replaced one (`worker_replaced`); else None."""
+    run whose Scheduler cannot take it back (`no_rejoin`: why); else None."""
     for plan in plans:
-        trigger = _trigger(job, plan, worker_replaced)
+        trigger = _trigger(job, plan, no_rejoin)
         if trigger is None or plan.current is None:
             continue
         added, words = trigger
@@ -304,6 +302,24 @@ def _alive(old: list[ObservedPod]) -> bool:
     return any(p.phase not in FINISHED_PHASES and not p.lost for p in old)
 
 
+def _no_rejoin(current: list[tuple[Slot, ObservedPod]], starts: dict[Slot, RunStart]) -> str | None:
+    """Why the run's ps-lite Scheduler cannot take a replaced Worker back, if it cannot: MXNet
+    1.9.1's Scheduler takes back one replaced node in its life and aborts on the next
+    (docs/restarts.md, "One replaced Worker per run"), and one this hook did not make (adopted
+    from training-operator) runs without the ps-lite heartbeats a replacement needs to register
+    (docs/environment.md#ps-lite-heartbeats, docs/migration.md)."""
+    if any(slot.rtype is ReplicaType.SCHEDULER and p.foreign for slot, p in current):
+        return (
+            "its Scheduler, not made by this controller, has no ps-lite heartbeats"
+            " to take a replaced Worker back"
+        )
+    if any(
+        slot.rtype is ReplicaType.WORKER and p.attempt > starts[slot].attempt for slot, p in current
+    ):
+        return "ps-lite's Scheduler takes back only one replaced Worker in its life"
+    return None
+
+
 def plan_run(
     job: Job, observed: dict[Slot, list[ObservedPod]], record: RunRecord | None, now: datetime
 ) -> RunPlan:
@@ -327,14 +343,8 @@ def plan_run(
         )
         for slot in slots
     ]
-    replaced = any(
-        p.attempt > starts[slot].attempt
-        for slot in slots
-        if slot.rtype is ReplicaType.WORKER
-        for p in pods.get(slot, [])
-        if p.run == run
-    )
-    fresh = None if alive else decide_restart(job, run, plans, replaced)
+    current = [(slot, p) for slot in slots for p in pods.get(slot, []) if p.run == run]
+    fresh = None if alive else decide_restart(job, run, plans, _no_rejoin(current, starts))
     if fresh is not None:
         return RunPlan(
             plans=_held(plans, fresh), old=old, fresh=fresh, restart=fresh, step=Step.RECORDING

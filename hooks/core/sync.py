@@ -65,10 +65,10 @@ def sync(request: SyncRequest, now: datetime) -> SyncResponse:
     controller (left alone), invalid, finished, suspended, active."""
     if _managed_elsewhere(request.parent):
         return SyncResponse(cast(JobStatus, request.status), retention.keep_all(request))
+    record = recorded_status(request.group(CONFIG_MAP).get(result_name(request.name)))
     job, problems = _read_job(request)
     if job is None:
-        return _invalid(request, problems)
-    record = recorded_status(request.group(CONFIG_MAP).get(result_name(job.name)))
+        return _invalid(request, problems, record)
     if status.is_terminal(request.status) or record is not None:
         return _finished(job, request, record)
     if job.spec.run_policy.suspend:
@@ -108,8 +108,16 @@ def _moments(parent: dict[str, Any]) -> tuple[datetime | None, datetime | None]:
     return created, _spec_changed(parent) or created
 
 
-def _invalid(request: SyncRequest, problems: list[Problem]) -> SyncResponse:
-    """Failed with MXJobInvalidSpec; every observed child is kept, nothing is created."""
+def _invalid(
+    request: SyncRequest, problems: list[Problem], record: dict[str, Any] | None
+) -> SyncResponse:
+    """Failed with MXJobInvalidSpec; every observed child is kept, nothing is created. A job
+    that had already finished for another reason keeps its status: a spec this hook refuses
+    (one training-operator ran, say: docs/migration.md) does not rewrite a finished job's
+    history."""
+    ended = record if record is not None else request.status
+    if status.is_terminal(ended) and status.failed_reason(ended) != Reason.INVALID_SPEC:
+        return SyncResponse(status.frozen(ended), retention.keep_all(request), invalid=problems)
     message = f"MXJob {request.name} has an invalid spec: " + "; ".join(map(str, problems))
     created, changed = _moments(request.parent)
     new_status = status.invalid_status(request.name, request.status, message, created, changed)
