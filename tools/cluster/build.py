@@ -41,6 +41,10 @@ COREDNS_VERSION = "v1.15.0"
 VOLCANO_VERSION = "v1.10.0"
 SCHEDULER_PLUGINS_VERSION = "v0.32.7"
 KUEUE_VERSION = "v0.17.0"
+# Kubeflow training-operator: v1.8.1 is the last release with MXJob (removed in v1.9.0), v1.7.0
+# the last without webhooks; docs/comparison.md runs either, docs/migration.md hands over from
+# v1.8.1.
+TRAINING_OPERATOR_VERSIONS = ("v1.8.1", "v1.7.0")
 # Go version the throw-away modules declare (Kubernetes 1.36 needs go >= 1.26).
 GO_LANGUAGE_VERSION = "1.26.0"
 
@@ -152,6 +156,19 @@ KUEUE = Component(
     module="sigs.k8s.io/kueue",
 )
 
+TRAINING_OPERATORS = {
+    version: Component(
+        name="training-operator",
+        version=version,
+        mains={"./cmd/training-operator.v1": "training-operator"},
+        requires={},
+        module="github.com/kubeflow/training-operator",
+    )
+    for version in TRAINING_OPERATOR_VERSIONS
+}
+#: The release the migration test hands over from (built with the tiers' components).
+TRAINING_OPERATOR = TRAINING_OPERATORS[TRAINING_OPERATOR_VERSIONS[0]]
+
 KUBERNETES_MAINS = (
     "kube-apiserver",
     "kube-controller-manager",
@@ -178,9 +195,18 @@ KUBERNETES = Component(
     # the `=> ./staging/...` replaces are read from the tag's go.mod at build time
 )
 
-#: The KWOK tier's components; the gang schedulers and Kueue are started by the tests that need
-#: them (tools/cluster/schedulers.py).
-COMPONENTS = (ETCD, KUBERNETES, METACONTROLLER, KWOK, VOLCANO, SCHEDULER_PLUGINS, KUEUE)
+#: The KWOK tier's components; the gang schedulers, Kueue and training-operator are started by
+#: the tests that need them (tools/cluster/schedulers.py, tools/cluster/training_operator.py).
+COMPONENTS = (
+    ETCD,
+    KUBERNETES,
+    METACONTROLLER,
+    KWOK,
+    VOLCANO,
+    SCHEDULER_PLUGINS,
+    KUEUE,
+    TRAINING_OPERATOR,
+)
 #: Only the real-node tier needs these (cluster DNS for pods).
 NODE_COMPONENTS = (COREDNS,)
 

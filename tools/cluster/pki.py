@@ -10,11 +10,12 @@ from __future__ import annotations
 import datetime
 import ipaddress
 import secrets
+from collections.abc import Sequence
 from pathlib import Path
 
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec, rsa
+from cryptography.hazmat.primitives.asymmetric import rsa
 from cryptography.x509.oid import NameOID
 
 
@@ -34,10 +35,12 @@ def new_token() -> str:
     return secrets.token_hex(16)
 
 
-def write_serving_cert(directory: Path, ip: str, days: int = 7) -> bytes:
-    """A self-signed certificate for `ip` (`tls.crt`, `tls.key` in directory) for a webhook the
-    API server calls by URL; returns the certificate PEM, which is its own CA bundle."""
-    key = ec.generate_private_key(ec.SECP256R1())
+def write_serving_cert(directory: Path, ip: str, days: int = 7, names: Sequence[str] = ()) -> bytes:
+    """A self-signed certificate for `ip` and DNS `names` (`tls.crt`, `tls.key` in directory)
+    for a webhook the API server calls by URL; returns the certificate PEM, which is its own CA
+    bundle. RSA in PKCS#1, the one key form every webhook server here reads (training-operator's
+    certificate rotator takes no other)."""
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"mxjob-e2e webhook {ip}")])
     now = datetime.datetime.now(datetime.UTC)
     cert = (
@@ -49,7 +52,10 @@ def write_serving_cert(directory: Path, ip: str, days: int = 7) -> bytes:
         .not_valid_before(now - datetime.timedelta(minutes=5))
         .not_valid_after(now + datetime.timedelta(days=days))
         .add_extension(
-            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address(ip))]), critical=False
+            x509.SubjectAlternativeName(
+                [x509.IPAddress(ipaddress.ip_address(ip)), *map(x509.DNSName, names)]
+            ),
+            critical=False,
         )
         .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
         .sign(key, hashes.SHA256())
@@ -60,7 +66,7 @@ def write_serving_cert(directory: Path, ip: str, days: int = 7) -> bytes:
     (directory / "tls.key").write_bytes(
         key.private_bytes(
             serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
+            serialization.PrivateFormat.TraditionalOpenSSL,
             serialization.NoEncryption(),
         )
     )

@@ -1,18 +1,14 @@
 """Gang schedulers and queue admission a KWOK-tier stack can add on demand: Volcano's scheduler,
 scheduler-plugins' scheduler with coscheduling (and its PodGroup controller), Kueue. Each runs
-as a host process against the stack's API server with the CRDs and configuration from its own
-release tree, and is stopped by PID when its block ends (docs/scheduling.md, docs/testing.md).
+as a host process (tools/cluster/processes.py) with the CRDs and configuration from its own
+release tree (docs/scheduling.md, docs/testing.md).
 """
 
 from __future__ import annotations
 
 import base64
 import json
-import os
-import signal
-import subprocess
-import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from functools import partial
 from pathlib import Path
@@ -21,7 +17,8 @@ from typing import Any
 import yaml
 
 from tools.cluster import build, kwok, pki
-from tools.cluster.stack import Stack, StackError, free_port, http_ok, tail
+from tools.cluster.processes import healthz, install_crds, kube_env, process, source
+from tools.cluster.stack import Stack, free_port, http_ok
 
 #: Label (and taint) of the KWOK nodes a test gives a scheduler of its own.
 POOL_LABEL = "mxjob.kubeflow.org/test-pool"
@@ -30,78 +27,13 @@ PLUGINS_SCHEDULER = "scheduler-plugins-scheduler"
 
 
 @contextmanager
-def process(
-    stack: Stack,
-    name: str,
-    argv: Sequence[str],
-    ready: Callable[[], bool],
-    env: dict[str, str] | None = None,
-    timeout: float = 120,
-) -> Iterator[subprocess.Popen[bytes]]:
-    """Run argv (its own process group, output in the stack's logs) until the block ends; wait
-    for `ready` first, failing with the log's tail if it exits or does not get ready."""
-    log = stack.log_file(name)
-    log.parent.mkdir(parents=True, exist_ok=True)
-    with log.open("ab") as out:
-        proc = subprocess.Popen(
-            list(argv),
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            cwd=stack.run_dir,
-            env=env,
-            start_new_session=True,
-        )
-    try:
-        deadline = time.monotonic() + timeout
-        while not ready():
-            if proc.poll() is not None or time.monotonic() > deadline:
-                state = f"exited ({proc.returncode})" if proc.poll() is not None else "not ready"
-                raise StackError(f"{name} {state}; see {log}:\n{tail(log)}")
-            time.sleep(0.25)
-        yield proc
-    finally:
-        _stop(proc)
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    for sig, wait in ((signal.SIGTERM, 15.0), (signal.SIGKILL, 5.0)):
-        if proc.poll() is not None:
-            return
-        try:
-            os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            return
-        try:
-            proc.wait(timeout=wait)
-        except subprocess.TimeoutExpired:
-            continue
-
-
-def _source(stack: Stack, component: build.Component) -> Path:
-    return component.home(stack.cache_dir) / "src"
-
-
-def _install_crds(stack: Stack, *files: Path) -> None:
-    for crd in files:
-        stack.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(crd))
-    stack.kubectl(
-        "wait", "--for=condition=Established", "--timeout=60s", "crd", "--all", timeout=90
-    )
-
-
-def _healthz(port: int, path: str = "/healthz") -> Callable[[], bool]:
-    return partial(http_ok, f"http://127.0.0.1:{port}{path}")
-
-
-@contextmanager
 def volcano(stack: Stack, node_selector: str) -> Iterator[None]:
     """Volcano's scheduler (name `volcano`) with the configuration its Helm chart installs,
     looking only at nodes labelled `node_selector` (`key:value`); it creates the `default`
     Queue itself and moves PodGroups through their phases."""
-    src = _source(stack, build.VOLCANO)
+    src = source(stack, build.VOLCANO)
     # Every Volcano CRD: the scheduler waits for its informers (Numatopology too) to sync.
-    _install_crds(stack, *sorted((src / "config" / "crd" / "volcano" / "bases").glob("*.yaml")))
+    install_crds(stack, *sorted((src / "config" / "crd" / "volcano" / "bases").glob("*.yaml")))
     health = free_port()
     argv = [
         str(stack.bin("vc-scheduler")),
@@ -116,7 +48,7 @@ def volcano(stack: Stack, node_selector: str) -> Iterator[None]:
         "--logtostderr",
         "-v=3",
     ]
-    with process(stack, "vc-scheduler", argv, _healthz(health)):
+    with process(stack, "vc-scheduler", argv, healthz(health)):
         yield
 
 
@@ -125,9 +57,9 @@ def scheduler_plugins(stack: Stack) -> Iterator[None]:
     """scheduler-plugins' scheduler (name PLUGINS_SCHEDULER) with only the Coscheduling plugin,
     as its coscheduling manifest configures it, and its controller, which keeps PodGroup
     phases."""
-    src = _source(stack, build.SCHEDULER_PLUGINS)
+    src = source(stack, build.SCHEDULER_PLUGINS)
     manifests = src / "manifests"
-    _install_crds(
+    install_crds(
         stack,
         manifests / "coscheduling" / "crd.yaml",
         manifests / "capacityscheduling" / "crd.yaml",
@@ -152,12 +84,12 @@ def scheduler_plugins(stack: Stack) -> Iterator[None]:
         "--qps=50",
         "--burst=100",
     ]
-    env = {**os.environ, "KUBECONFIG": str(stack.kubeconfig)}
+    env = kube_env(stack)
     secure = partial(http_ok, f"https://127.0.0.1:{scheduler_port}/healthz")
     with ExitStack() as started:
         started.enter_context(process(stack, "sp-scheduler", scheduler, secure))
         started.enter_context(
-            process(stack, "sp-controller", controller, _healthz(probe, "/healthz"), env)
+            process(stack, "sp-controller", controller, healthz(probe, "/healthz"), env)
         )
         yield
 
@@ -184,8 +116,8 @@ def kueue(stack: Stack) -> Iterator[None]:
     """Kueue's manager with only the plain Pod integration, its webhooks called by URL on
     127.0.0.1 with a certificate made here (its own certificate management expects a Service);
     the webhook configurations go before the manager stops, so no pod creation hangs on it."""
-    src = _source(stack, build.KUEUE)
-    _install_crds(stack, *sorted((src / "config/components/crd/bases").glob("*.yaml")))
+    src = source(stack, build.KUEUE)
+    install_crds(stack, *sorted((src / "config/components/crd/bases").glob("*.yaml")))
     stack.kubectl("create", "namespace", KUEUE_NAMESPACE, check=False)
     certs = stack.run_dir / "kueue-certs"
     ca_bundle = pki.write_serving_cert(certs, "127.0.0.1")
@@ -213,9 +145,9 @@ def kueue(stack: Stack) -> Iterator[None]:
         "--feature-gates=VisibilityOnDemand=false",
         "--zap-log-level=3",
     ]
-    env = {**os.environ, "KUBECONFIG": str(stack.kubeconfig)}
+    env = kube_env(stack)
     webhooks = _kueue_webhooks(stack, src, f"https://127.0.0.1:{webhook}", ca_bundle)
-    with process(stack, "kueue", argv, _healthz(health, "/readyz"), env):
+    with process(stack, "kueue", argv, healthz(health, "/readyz"), env):
         stack.kubectl("apply", "-f", "-", input=webhooks)
         try:
             yield
