@@ -278,11 +278,19 @@ def cel_holds(rule: str, value: object) -> bool | str:
     return isinstance(result, celtypes.BoolType) and bool(result)
 
 
+def _on_create(rule: dict[str, Any]) -> str:
+    """The rule as kube-apiserver evaluates it on a create: a rule with `optionalOldSelf` sees
+    no old object (cel-python has no optional values, so `oldSelf.hasValue()` is written out)."""
+    text = str(rule["rule"])
+    return text.replace("oldSelf.hasValue()", "false") if rule.get("optionalOldSelf") else text
+
+
 def cel_violations(schema: dict[str, Any], value: Any, path: str = "") -> list[str]:
-    """`path: message` of every rule that does not hold, wherever its node is present."""
+    """`path: message` of every rule that does not hold on a create, wherever its node is
+    present."""
     found = []
     for rule in schema.get("x-kubernetes-validations", []):
-        holds = cel_holds(rule["rule"], value)
+        holds = cel_holds(_on_create(rule), value)
         if holds is not True:
             detail = "" if holds is False else f" ({holds})"
             found.append(f"{path or '<root>'}: {rule.get('message', rule['rule'])}{detail}")
