@@ -12,6 +12,7 @@ from hooks.core import stash, v1alpha1, v1alpha2
 from hooks.core.conversion import ReviewError, answer, convert, parse_review
 from hooks.core.fields import dig
 from hooks.core.versions import V1_FIELDS, UnconvertibleError
+from tests.conversion_cases import UID, review
 
 Json = dict[str, Any]
 V1 = "kubeflow.org/v1"
@@ -645,14 +646,6 @@ def test_the_stash_leaves_no_empty_annotations() -> None:
 # --- the review ----------------------------------------------------------------------------
 
 
-def review(desired: str, *objects: Json) -> Json:
-    return {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "ConversionReview",
-        "request": {"uid": "u", "desiredAPIVersion": desired, "objects": list(objects)},
-    }
-
-
 def test_objects_come_back_in_order_at_the_desired_version() -> None:
     jobs = [
         old_job("v1alpha1", listed({"mxReplicaType": "WORKER"})),
@@ -670,7 +663,7 @@ def test_one_object_that_cannot_be_converted_fails_the_answer() -> None:
     bad["metadata"]["namespace"] = "team"
     got = answer(parse_review(review(V1, old_job("v1alpha1", listed()), bad)))["response"]
     assert dict(got) == {
-        "uid": "u",
+        "uid": UID,
         "convertedObjects": [],
         "result": {
             "status": "Failure",

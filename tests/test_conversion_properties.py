@@ -16,14 +16,17 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
+from hooks.app import create_app
 from hooks.core import stash, v1alpha1, v1alpha2
 from hooks.core.api import TYPE_BY_FOLDED_NAME, ReplicaType
 from hooks.core.spec import load
-from hooks.core.versions import V1_FIELDS, UnconvertibleError
+from hooks.core.versions import V1, V1_FIELDS, UnconvertibleError
 from tests.builders import cluster_after, request, run, running, terminated
+from tests.conversion_cases import review
 from tests.test_properties import PROFILE, jobs
 
 OLD = {"v1alpha1": v1alpha1, "v1alpha2": v1alpha2}
+CLIENT = create_app({"TESTING": True}).test_client()
 RESTART_POLICIES = ("Always", "OnFailure", "Never", "ExitCode")
 POD_POLICIES = ("Always", "OnFailure", "Never")
 CLEAN_POLICIES = ("All", "Running", "None")
@@ -460,6 +463,29 @@ def test_the_stash_is_json_of_entries(version: str, job: dict[str, Any]) -> None
     if text is not None:
         entries = json.loads(text)
         assert entries and all(set(e) <= {"at", "was", "to"} and e["at"] for e in entries)
+
+
+@st.composite
+def reviews(draw: st.DrawFn) -> dict[str, Any]:
+    """A ConversionReview of objects of any served version holding any JSON."""
+    versions = st.sampled_from([f"kubeflow.org/{v}" for v in ("v1alpha1", "v1alpha2", "v1")])
+    objects = []
+    for _ in range(draw(st.integers(0, 3))):
+        obj: dict[str, Any] = {"apiVersion": draw(versions), "kind": "MXJob"}
+        obj["metadata"] = {"name": draw(names)}
+        obj.update(spec=draw(json_values), status=draw(json_values))
+        objects.append(obj)
+    return review(draw(versions), *objects)
+
+
+@PROFILE
+@given(body=st.one_of(json_values, reviews(), v1alpha1_jobs().map(lambda j: review(V1, j))))
+def test_convert_answers_every_body_without_a_bug(body: object) -> None:
+    """200 or 422 with the error shape, never a 500: the test client raises on a bug."""
+    answer = CLIENT.post("/convert", data=json.dumps(body), content_type="application/json")
+    assert answer.status_code in (200, 422)
+    if answer.status_code == 422:
+        assert set(answer.get_json()) == {"error", "message"}
 
 
 # --- what an old job means -----------------------------------------------------------------
