@@ -23,6 +23,7 @@ from hooks.core.spec import load
 from hooks.core.versions import V1, V1_FIELDS, UnconvertibleError
 from tests.builders import cluster_after, request, run, running, terminated
 from tests.conversion_cases import review
+from tests.manifest_support import admit_mxjob
 from tests.test_properties import PROFILE, jobs
 
 OLD = {"v1alpha1": v1alpha1, "v1alpha2": v1alpha2}
@@ -453,6 +454,15 @@ def test_conversions_change_only_what_the_api_server_allows(
     only_allowed_changes(job, module.from_v1(job))
     old = data.draw(old_jobs(version))
     only_allowed_changes(old, module.to_v1(old))
+
+
+@pytest.mark.parametrize("version", OLD)
+@PROFILE
+@given(job=v1_jobs())
+def test_an_old_version_holds_all_a_v1_job_reads_as(version: str, job: dict[str, Any]) -> None:
+    """The old version's schema and rules take it: the API server prunes nothing of the
+    conversion, and a client may write back what it read."""
+    assert admit_mxjob(OLD[version].from_v1(job))[1] == []
 
 
 @pytest.mark.parametrize("version", OLD)
