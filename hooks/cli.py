@@ -12,6 +12,7 @@ Every answer comes from the hook's pure core (hooks/core), the same code that se
 """
 
 import argparse
+import os
 import sys
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -237,11 +238,17 @@ def main(argv: list[str] | None = None) -> int:
         print(f"mxjob: {exc}", file=sys.stderr)
         return USAGE
     out, err = sys.stdout, sys.stderr
-    if arguments.command == "convert":
-        return run_convert(documents, out, err)
-    if arguments.command == "validate":
-        return run_validate(documents, out)
-    return run_render(documents, out, err, GANGS.get(arguments.gang))
+    try:
+        if arguments.command == "convert":
+            return run_convert(documents, out, err)
+        if arguments.command == "validate":
+            return run_validate(documents, out)
+        return run_render(documents, out, err, GANGS.get(arguments.gang))
+    except BrokenPipeError:
+        # The reader went away (`mxjob render job.yaml | head`): stop without a traceback, and
+        # without another one when Python flushes standard output on its way out.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return PROBLEMS
 
 
 if __name__ == "__main__":

@@ -309,3 +309,19 @@ def test_the_command_runs_as_a_process() -> None:
     )
     assert (done.returncode, done.stderr) == (0, "")
     assert done.stdout == "document 1 (MXJob example-dist-job, kubeflow.org/v1alpha1): valid\n"
+
+
+def test_a_reader_that_stops_early_gets_no_traceback() -> None:
+    """`mxjob convert jobs.yaml | head`: the command stops quietly when the pipe closes."""
+    jobs = "---\n".join([PROPOSAL.read_text()] * 300)  # far more than a pipe holds
+    command = [sys.executable, "-m", "hooks.cli", "convert"]
+    with subprocess.Popen(
+        command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    ) as process:
+        assert process.stdin and process.stdout and process.stderr
+        process.stdin.write(jobs.encode())
+        process.stdin.close()
+        assert process.stdout.read(100).startswith(b"apiVersion: kubeflow.org/v1")
+        process.stdout.close()
+        assert process.wait(timeout=60) == 1
+        assert process.stderr.read() == b""
