@@ -4,7 +4,8 @@
 hook's recorded answer), `digest.txt` (generated from both and the case's reason: the last
 condition, the replica counts, the children created, kept and deleted) and, only for a case
 synced at another moment than the builders' NOW, `now.txt`. Written by
-`python -m tests.fixture_cases`; read by the fixture, HTTP and wire tests.
+`python -m tests.fixture_cases`; read by the fixture, HTTP and wire tests. The conversion cases
+(tests/conversion_cases.py) are recorded the same way, with a digest of their own.
 """
 
 import json
