@@ -141,11 +141,23 @@ def _loads(data: bytes) -> object:
         raise MalformedJSONError(f"the body is not valid JSON: {exc}") from exc
 
 
-def _bug(hook: str, reference: dict[str, Any], started: float, size: int) -> None:
-    """Count and log (with its traceback) an exception the hook did not expect: a bug."""
-    metrics.observe(hook, metrics.ERROR, time.perf_counter() - started, size, None)
-    fields = {**reference, "outcome": metrics.ERROR, "status": 500}
-    _LOG.exception("%s failed: a bug in the hook", hook, extra={logs.FIELDS: fields})
+@contextlib.contextmanager
+def _bugs_answered(
+    hook: str, reference: dict[str, Any], started: float, size: int, testing: bool
+) -> Iterator[None]:
+    """An exception the hook did not expect is a bug: counted, logged with its traceback and
+    the job, answered 500 (raised as it is in testing mode). HTTP errors pass through."""
+    try:
+        yield
+    except HTTPException:
+        raise
+    except Exception as exc:
+        metrics.observe(hook, metrics.ERROR, time.perf_counter() - started, size, None)
+        fields = {**reference, "outcome": metrics.ERROR, "status": 500}
+        _LOG.exception("%s failed: a bug in the hook", hook, extra={logs.FIELDS: fields})
+        if testing:
+            raise
+        raise InternalServerError("the hook failed; see its log") from exc
 
 
 def _answer(clock: Clock, testing: bool) -> Response:
@@ -163,16 +175,12 @@ def _answer(clock: Clock, testing: bool) -> Response:
         "name": parsed.name,
         "uid": logs.job_reference(parsed.parent)["uid"],
     }
-    try:
-        decided = sync(parsed, clock())
-        body = wire.encode(decided.to_json())
-    except RequestError as exc:  # a part of the request the answer would have to echo
-        raise NotASyncRequestError(str(exc), {"parent": parsed.parent}) from exc
-    except Exception as exc:
-        _bug(HOOK, reference, started, size)
-        if testing:
-            raise
-        raise InternalServerError("the hook failed; see its log") from exc
+    with _bugs_answered(HOOK, reference, started, size, testing):
+        try:
+            decided = sync(parsed, clock())
+            body = wire.encode(decided.to_json())
+        except RequestError as exc:  # a part of the request the answer would have to echo
+            raise NotASyncRequestError(str(exc), {"parent": parsed.parent}) from exc
     seconds = time.perf_counter() - started
     result = metrics.outcome(decided.status, bool(decided.invalid))
     metrics.observe(HOOK, result, seconds, size, len(body))
@@ -207,14 +215,9 @@ def _convert(testing: bool) -> Response:
     except ReviewError as exc:
         raise NotAConversionReviewError(str(exc), body) from exc
     reference = _review_reference(review)
-    try:
+    with _bugs_answered(CONVERT, reference, started, size, testing):
         converted = answer(review)
         encoded = wire.encode(converted)
-    except Exception as exc:
-        _bug(CONVERT, reference, started, size)
-        if testing:
-            raise
-        raise InternalServerError("the hook failed; see its log") from exc
     seconds = time.perf_counter() - started
     result = converted["response"]["result"]
     outcome = result["status"].lower()

@@ -6,7 +6,7 @@ docstring is its reason. `python -m tests.conversion_cases` writes every case to
 `tests/conversion_fixtures/<case>/` (`request.json`, the answer in `response.json`, and
 `digest.txt`: the answer's status, each object's versions, what went into or came out of a
 stash, and whether converting the answer back gives the object sent); review the digests, then
-the answers, before committing. `tests/test_conversion_fixtures.py` compares the hook's answer
+the answers, before committing. `tests/test_fixtures.py` compares the hook's answer
 with the recorded one, whole; `tests/test_http.py` replays every case through `POST /convert`.
 
 The old objects are the historical ones (tests/old_examples/, each naming its source): the

@@ -464,6 +464,14 @@ def tuned(**spec: Any) -> Json:
     }
 
 
+TUNER_SERVER_KEY_PATH = (
+    "mxReplicaSpecs",
+    "TunerServer",
+    "template",
+    "metadata",
+    "annotations",
+    "tuner-server-key",
+)
 V1ALPHA2_UP = [
     ("no jobMode, training types: MXTrain", trained(), ("jobMode",), "MXTrain"),
     (
@@ -501,14 +509,7 @@ V1ALPHA2_UP = [
     (
         "a label is also the tuner-server-key annotation, where v1 reads it",
         {"mxReplicaSpecs": {"TunerServer": {"label": "2080ti", "template": template()}}},
-        (
-            "mxReplicaSpecs",
-            "TunerServer",
-            "template",
-            "metadata",
-            "annotations",
-            "tuner-server-key",
-        ),
+        TUNER_SERVER_KEY_PATH,
         "2080ti",
     ),
     (
@@ -530,14 +531,7 @@ V1ALPHA2_UP = [
                 }
             }
         },
-        (
-            "mxReplicaSpecs",
-            "TunerServer",
-            "template",
-            "metadata",
-            "annotations",
-            "tuner-server-key",
-        ),
+        TUNER_SERVER_KEY_PATH,
         "v100",
     ),
     (

@@ -142,6 +142,18 @@ def v1_jobs(draw: st.DrawFn) -> dict[str, Any]:
     return job
 
 
+def old_job(
+    draw: st.DrawFn, version: str, spec: dict[str, Any], status: Callable[[], dict[str, Any]]
+) -> dict[str, Any]:
+    """An MXJob of an old version with this spec and, sometimes, the status `status` makes."""
+    job: dict[str, Any] = {"apiVersion": f"kubeflow.org/{version}", "kind": "MXJob"}
+    job["metadata"] = metadata(draw, draw(names))
+    job["spec"] = spec
+    if draw(maybe):
+        job["status"] = status()
+    return job
+
+
 @st.composite
 def v1alpha1_jobs(draw: st.DrawFn) -> dict[str, Any]:
     """A v1alpha1 MXJob as users wrote it (kubeflow/mxnet-operator examples/mx_job_dist.yaml)
@@ -174,12 +186,7 @@ def v1alpha1_jobs(draw: st.DrawFn) -> dict[str, Any]:
         spec["schedulerName"] = draw(st.sampled_from(["", "volcano"]))
     if draw(maybe):
         spec["jobMode"] = draw(st.sampled_from(["dist", "local"]))
-    job: dict[str, Any] = {"apiVersion": "kubeflow.org/v1alpha1", "kind": "MXJob"}
-    job["metadata"] = metadata(draw, draw(names))
-    job["spec"] = spec
-    if draw(maybe):
-        job["status"] = v1alpha1_status(draw, kinds)
-    return job
+    return old_job(draw, "v1alpha1", spec, lambda: v1alpha1_status(draw, kinds))
 
 
 def v1alpha1_status(draw: st.DrawFn, kinds: list[str]) -> dict[str, Any]:
@@ -240,12 +247,7 @@ def v1alpha2_jobs(draw: st.DrawFn) -> dict[str, Any]:
         spec["ttlSecondsAfterFinished"] = draw(st.integers(0, 600))
     if draw(maybe):
         spec["schedulerName"] = draw(st.sampled_from(["", "kube-batch"]))
-    job: dict[str, Any] = {"apiVersion": "kubeflow.org/v1alpha2", "kind": "MXJob"}
-    job["metadata"] = metadata(draw, draw(names))
-    job["spec"] = spec
-    if draw(maybe):
-        job["status"] = v1alpha2_status(draw, list(replicas))
-    return job
+    return old_job(draw, "v1alpha2", spec, lambda: v1alpha2_status(draw, list(replicas)))
 
 
 def v1alpha2_status(draw: st.DrawFn, keys: list[str]) -> dict[str, Any]:

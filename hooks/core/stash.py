@@ -16,7 +16,7 @@ import copy
 import json
 from typing import Any, NotRequired, Required, TypedDict
 
-from hooks.core.fields import dig
+from hooks.core.fields import dig, parsed_json
 
 
 class Entry(TypedDict, total=False):
@@ -127,12 +127,7 @@ def put(obj: dict[str, Any], key: str, entries: list[Entry]) -> dict[str, Any]:
 
 
 def _read(text: object) -> list[Entry] | None:
-    if not isinstance(text, str):
-        return None
-    try:
-        value = json.loads(text)
-    except ValueError:
-        return None
+    value = parsed_json(text)
     if not isinstance(value, list) or not all(_is_entry(item) for item in value):
         return None
     return value
