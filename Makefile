@@ -11,13 +11,16 @@ PORT ?= 8080
 # A bare `make` creates .venv (and nothing else), as it always has.
 .DEFAULT_GOAL := venv
 
-$(STAMP): requirements.txt requirements-dev.txt
+# The project itself goes in last, editable and without dependencies (the locks pin them), for
+# the `mxjob` command; the venv's own setuptools builds it, so nothing unpinned is fetched.
+$(STAMP): requirements.txt requirements-dev.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet --require-hashes -r requirements-dev.txt
+	$(BIN)/pip install --quiet --no-deps --no-build-isolation --editable .
 	touch $@
 
-## venv: create .venv from the pinned requirements (what a bare `make` does)
+## venv: create .venv from the pinned requirements and install `mxjob` (what a bare `make` does)
 venv: $(STAMP)
 
 ## help: list the targets (from the `## target: text` comments of the Makefile and its includes)

@@ -1,10 +1,12 @@
 """The HTTP adapter: read the body, call the pure core, write the answer (docs/http.md).
 
-A request the hook cannot read is refused with a werkzeug `HTTPException`; one error handler
+Two hooks: Metacontroller's `POST /sync` and the CRD's conversion webhook `POST /convert`. A
+request the hook cannot read is refused with a werkzeug `HTTPException`; one error handler
 answers every such exception as `{"error", "message"}` and counts and logs the refused hook
-calls. An invalid MXJob is not a broken request: it gets HTTP 200 and a Failed condition. A
-500 is a bug: logged with the job reference where it happens and counted (`outcome="error"`).
-Every answered sync is logged as one JSON line and counted in `GET /metrics`.
+calls. An invalid MXJob is not a broken request: it gets HTTP 200 and a Failed condition, as an
+object that cannot be converted gets 200 and a Failure result. A 500 is a bug: logged with the
+job reference where it happens and counted (`outcome="error"`). Every answered call is logged
+as one JSON line and counted in `GET /metrics`.
 """
 
 import contextlib
@@ -30,15 +32,18 @@ from werkzeug.exceptions import (
 )
 
 from hooks import etag, logs, metrics, wire
+from hooks.core.conversion import ConversionReview, Review, ReviewError, answer, parse_review
 from hooks.core.request import RequestError, SyncRequest, parse_request
 from hooks.core.sync import sync
 
 #: Metacontroller sends every child in full; 5000 pods with status are about 60 MB.
 DEFAULT_MAX_BODY_BYTES = 256 * 1024 * 1024
 Clock = Callable[[], datetime]
-#: The one hook, served on `POST /sync`; the `hook` label of its metrics and log lines.
+#: Metacontroller's hook, served on `POST /sync`; the `hook` label of its metrics and log lines.
 HOOK = "sync"
-#: An invalid spec's problems are logged, the first few of them.
+#: The conversion webhook, served on `POST /convert`.
+CONVERT = "convert"
+#: An invalid spec's problems are logged, the first few of them; so are the jobs of a review.
 LOGGED_PROBLEMS = 5
 _LOG = logging.getLogger(logs.LOGGER_NAME)
 
@@ -50,13 +55,26 @@ class MalformedJSONError(BadRequest):
 
 
 class NotASyncRequestError(UnprocessableEntity):
-    """422: JSON, but not a Metacontroller sync request; `body` names the job if it can."""
+    """422: JSON, but not a Metacontroller sync request; `reference` names the job if it can."""
 
     error = "not_a_sync_request"
 
     def __init__(self, message: str, body: object) -> None:
         super().__init__(message)
-        self.body = body
+        parent = body.get("parent") if isinstance(body, dict) else None
+        self.reference = logs.job_reference(parent)
+
+
+class NotAConversionReviewError(UnprocessableEntity):
+    """422: JSON, but not a ConversionReview; `reference` names the review if it can."""
+
+    error = "not_a_conversion_review"
+
+    def __init__(self, message: str, body: object) -> None:
+        super().__init__(message)
+        request = body.get("request") if isinstance(body, dict) else None
+        uid = request.get("uid") if isinstance(request, dict) else None
+        self.reference = {"uid": uid if isinstance(uid, str) else None}
 
 
 @contextlib.contextmanager
@@ -85,7 +103,7 @@ def _json(body: object, status: int = 200) -> Response:
 def _read_body() -> bytes:
     """The request body; raises an HTTPException (werkzeug's own 413 for too large a body)."""
     if request.mimetype != "application/json":
-        raise UnsupportedMediaType("send the sync request as application/json")
+        raise UnsupportedMediaType("send the body as application/json")
     length, limit = request.content_length, request.max_content_length
     if length is None or limit is None:
         return request.get_data(cache=False)
@@ -109,14 +127,37 @@ def _decode(data: bytes) -> SyncRequest:
     fast = wire.decode(data)
     if fast is not None:
         return fast
-    try:
-        body = orjson.loads(data)
-    except orjson.JSONDecodeError as exc:
-        raise MalformedJSONError(f"the body is not valid JSON: {exc}") from exc
+    body = _loads(data)
     try:
         return parse_request(body)
     except RequestError as exc:
         raise NotASyncRequestError(str(exc), body) from exc
+
+
+def _loads(data: bytes) -> object:
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise MalformedJSONError(f"the body is not valid JSON: {exc}") from exc
+
+
+@contextlib.contextmanager
+def _bugs_answered(
+    hook: str, reference: dict[str, Any], started: float, size: int, testing: bool
+) -> Iterator[None]:
+    """An exception the hook did not expect is a bug: counted, logged with its traceback and
+    the job, answered 500 (raised as it is in testing mode). HTTP errors pass through."""
+    try:
+        yield
+    except HTTPException:
+        raise
+    except Exception as exc:
+        metrics.observe(hook, metrics.ERROR, time.perf_counter() - started, size, None)
+        fields = {**reference, "outcome": metrics.ERROR, "status": 500}
+        _LOG.exception("%s failed: a bug in the hook", hook, extra={logs.FIELDS: fields})
+        if testing:
+            raise
+        raise InternalServerError("the hook failed; see its log") from exc
 
 
 def _answer(clock: Clock, testing: bool) -> Response:
@@ -134,18 +175,12 @@ def _answer(clock: Clock, testing: bool) -> Response:
         "name": parsed.name,
         "uid": logs.job_reference(parsed.parent)["uid"],
     }
-    try:
-        decided = sync(parsed, clock())
-        body = wire.encode(decided.to_json())
-    except RequestError as exc:  # a part of the request the answer would have to echo
-        raise NotASyncRequestError(str(exc), {"parent": parsed.parent}) from exc
-    except Exception as exc:
-        metrics.observe(HOOK, metrics.ERROR, time.perf_counter() - started, size, None)
-        fields = {**reference, "outcome": metrics.ERROR, "status": 500}
-        _LOG.exception("%s failed: a bug in the hook", HOOK, extra={logs.FIELDS: fields})
-        if testing:
-            raise
-        raise InternalServerError("the hook failed; see its log") from exc
+    with _bugs_answered(HOOK, reference, started, size, testing):
+        try:
+            decided = sync(parsed, clock())
+            body = wire.encode(decided.to_json())
+        except RequestError as exc:  # a part of the request the answer would have to echo
+            raise NotASyncRequestError(str(exc), {"parent": parsed.parent}) from exc
     seconds = time.perf_counter() - started
     result = metrics.outcome(decided.status, bool(decided.invalid))
     metrics.observe(HOOK, result, seconds, size, len(body))
@@ -169,6 +204,68 @@ def _answer(clock: Clock, testing: bool) -> Response:
     return answer
 
 
+def _convert(testing: bool) -> Response:
+    """Read a ConversionReview, convert, encode; count and log the call with its jobs."""
+    g.started = started = time.perf_counter()
+    data = _read_body()
+    size = len(data)
+    body = _loads(data)
+    try:
+        review = parse_review(body)
+    except ReviewError as exc:
+        raise NotAConversionReviewError(str(exc), body) from exc
+    reference = _review_reference(review)
+    with _bugs_answered(CONVERT, reference, started, size, testing):
+        converted = answer(review)
+        encoded = wire.encode(converted)
+    seconds = time.perf_counter() - started
+    result = converted["response"]["result"]
+    outcome = result["status"].lower()
+    metrics.observe(CONVERT, outcome, seconds, size, len(encoded))
+    _log_conversion(converted, reference, seconds, size, len(encoded))
+    return Response(encoded, status=200, mimetype="application/json")
+
+
+def _review_reference(review: Review) -> dict[str, Any]:
+    """The review's uid and target version, and the first jobs it holds (`namespace/name`)."""
+    jobs = [logs.job_reference(obj) for obj in review.objects[:LOGGED_PROBLEMS]]
+    return {
+        "hook": CONVERT,
+        "uid": review.uid,
+        "desired_api_version": review.desired,
+        "objects": len(review.objects),
+        "jobs": [f"{job['namespace']}/{job['name']}" for job in jobs],
+    }
+
+
+def _log_conversion(
+    converted: ConversionReview,
+    reference: dict[str, Any],
+    seconds: float,
+    request_bytes: int,
+    response_bytes: int,
+) -> None:
+    """Info for a conversion, warning for a Failure (the API server refuses the request)."""
+    result = converted["response"]["result"]
+    failed = "message" in result
+    level = logging.WARNING if failed else logging.INFO
+    if not _LOG.isEnabledFor(level):
+        return
+    fields = {
+        **reference,
+        "outcome": result["status"].lower(),
+        "status": 200,
+        "duration_ms": round(seconds * 1000, 3),
+        "request_bytes": request_bytes,
+        "response_bytes": response_bytes,
+    }
+    if failed:
+        fields["reason"] = result["message"]
+    count = reference["objects"]
+    where = f"{count} object{'' if count == 1 else 's'} to {reference['desired_api_version']}"
+    _LOG.log(level, "%s %s: %s", CONVERT, where, fields["outcome"], extra={logs.FIELDS: fields})
+
+
 def _not_modified(started: float, tag: str, size: int) -> Response:
     """Metacontroller still holds the answer to this very body: 304, nothing decoded."""
     seconds = time.perf_counter() - started
@@ -187,14 +284,13 @@ def _not_modified(started: float, tag: str, size: int) -> Response:
     return answer
 
 
-def _refused(status: int, error: str, message: str, body: object) -> None:
+def _refused(hook: str, status: int, error: str, message: str, reference: dict[str, Any]) -> None:
     """Count and log (the reason, never the body) a hook call refused with a 4xx."""
     size = request.content_length or 0
-    metrics.observe(HOOK, metrics.REJECTED, time.perf_counter() - g.started, size, None)
-    parent = body.get("parent") if isinstance(body, dict) else None
+    metrics.observe(hook, metrics.REJECTED, time.perf_counter() - g.started, size, None)
     fields = {
-        "hook": HOOK,
-        **logs.job_reference(parent),
+        "hook": hook,
+        **reference,
         "outcome": metrics.REJECTED,
         "status": status,
         "error": error,
@@ -202,7 +298,7 @@ def _refused(status: int, error: str, message: str, body: object) -> None:
         "content_type": request.content_type,
         "request_bytes": size,
     }
-    _LOG.warning("%s refused: %s", HOOK, message, extra={logs.FIELDS: fields})
+    _LOG.warning("%s refused: %s", hook, message, extra={logs.FIELDS: fields})
 
 
 def _unrouted(status: int, error: str) -> None:
@@ -211,6 +307,11 @@ def _unrouted(status: int, error: str) -> None:
     fields = {"status": status, "error": error, "method": method, "path": path}
     level = logging.ERROR if status >= 500 else logging.INFO
     _LOG.log(level, "%s %s: %s", method, path, error, extra={logs.FIELDS: fields})
+
+
+#: The hook each route serves, and what a refusal that names nothing logs for it.
+_HOOKS_BY_ENDPOINT = {"hook_route": HOOK, "convert_route": CONVERT}
+_UNKNOWN_REFERENCE = {HOOK: logs.job_reference(None), CONVERT: {"uid": None}}
 
 
 def create_app(config: dict[str, Any] | None = None) -> Flask:
@@ -231,6 +332,10 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
         with collector_paused():
             return _answer(app.config["CLOCK"], app.testing)
 
+    @app.post(f"/{CONVERT}")
+    def convert_route() -> Response:
+        return _convert(app.testing)
+
     @app.get("/healthz")
     def healthz() -> Response:
         return _json({"status": "ok"})
@@ -249,10 +354,12 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
         code = exc.code or 500
         error = getattr(exc, "error", None) or (exc.name or "error").lower().replace(" ", "_")
         message = exc.description or error
-        if request.endpoint != "hook_route":
+        hook = _HOOKS_BY_ENDPOINT.get(str(request.endpoint))
+        if hook is None:
             _unrouted(code, error)
         elif code < 500:  # the hook's 500 was logged with its traceback where it happened
-            _refused(code, error, message, getattr(exc, "body", None))
+            reference = getattr(exc, "reference", None) or _UNKNOWN_REFERENCE[hook]
+            _refused(hook, code, error, message, reference)
         return _json({"error": error, "message": message}, code)
 
     return app

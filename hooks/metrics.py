@@ -11,11 +11,13 @@ fails the whole scrape on an empty file (client_python issue 1199), so a scrape 
 starts answered 500, and a worker killed in that moment would have broken every later scrape.
 Empty files hold no values yet and are left out.
 
-Outcomes (label `outcome`): the job's state after the sync, read from the status the hook
-returns (its last condition that is True): created, running, restarting, succeeded, failed,
-suspended; `invalid` for an invalid spec (Failed, reason MXJobInvalidSpec); `rejected` for a
-request refused with a 4xx (not a sync request, malformed JSON, …); `error` for a 500 (a bug);
-`not_modified` for a 304 (Metacontroller's ETag cache holds the answer, hooks/etag.py).
+Outcomes (label `outcome`) of a sync (`hook="sync"`): the job's state after the sync, read from
+the status the hook returns (its last condition that is True): created, running, restarting,
+succeeded, failed, suspended; `invalid` for an invalid spec (Failed, reason MXJobInvalidSpec);
+`not_modified` for a 304 (Metacontroller's ETag cache holds the answer, hooks/etag.py). Of a
+conversion (`hook="convert"`): `success`, or `failure` when an object could not be converted.
+Of either: `rejected` for a request refused with a 4xx (not a sync request or a review,
+malformed JSON, …); `error` for a 500 (a bug).
 """
 
 import glob
@@ -48,7 +50,7 @@ NO_CONDITION = "created"
 
 SYNCS = Counter(
     "mxjob_hook_syncs",
-    "Sync calls answered, by hook and outcome.",
+    "Hook calls answered (syncs and conversions), by hook and outcome.",
     ["hook", "outcome"],
 )
 DURATION = Histogram(
@@ -62,13 +64,13 @@ DURATION = Histogram(
 _SIZES = tuple(float(4**k * 1024) for k in range(10))  # 1 KiB … 256 MiB
 REQUEST_BYTES = Histogram(
     "mxjob_hook_request_bytes",
-    "Size of sync request bodies: grows linearly with the job's replicas.",
+    "Size of request bodies, by hook: a sync's grows linearly with the job's replicas.",
     ["hook"],
     buckets=_SIZES,
 )
 RESPONSE_BYTES = Histogram(
     "mxjob_hook_response_bytes",
-    "Size of sync response bodies: grows linearly with the job's replicas.",
+    "Size of response bodies, by hook: a sync's grows linearly with the job's replicas.",
     ["hook"],
     buckets=_SIZES,
 )

@@ -4,11 +4,12 @@
 hook's recorded answer), `digest.txt` (generated from both and the case's reason: the last
 condition, the replica counts, the children created, kept and deleted) and, only for a case
 synced at another moment than the builders' NOW, `now.txt`. Written by
-`python -m tests.fixture_cases`; read by the fixture, HTTP and wire tests.
+`python -m tests.fixture_cases`; read by the fixture, HTTP and wire tests. The conversion cases
+(tests/conversion_cases.py) are recorded the same way, with a digest of their own.
 """
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -27,7 +28,7 @@ class Recorded:
     """One case as committed: its request, the moment of its sync, its answer and digest."""
 
     folder: Path
-    request: dict[str, Any]
+    request: Any
     now: datetime
     response: dict[str, Any]
     digest: str
@@ -37,9 +38,9 @@ class Recorded:
         return self.folder.name
 
 
-def folders() -> list[Path]:
-    """Every recorded case's folder, by name."""
-    return sorted(p for p in FIXTURES.iterdir() if p.is_dir())
+def folders(root: Path = FIXTURES) -> list[Path]:
+    """Every recorded case's folder under `root`, by name."""
+    return sorted(p for p in root.iterdir() if p.is_dir())
 
 
 def load(folder: Path) -> Recorded:
@@ -60,14 +61,23 @@ def load(folder: Path) -> Recorded:
     )
 
 
+Summary = Callable[[str, Any, Mapping[str, Any]], str]
+
+
 def write(
-    folder: Path, reason: str, request: dict[str, Any], now: datetime, response: Mapping[str, Any]
+    folder: Path,
+    reason: str,
+    request: Any,
+    now: datetime,
+    response: Mapping[str, Any],
+    summary: Summary | None = None,
 ) -> None:
-    """Record one case: request, response, digest, and `now.txt` only when `now` is not NOW."""
+    """Record one case: request, response, digest (`summary`, by default a sync's), and
+    `now.txt` only when `now` is not NOW."""
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "request.json").write_text(_pretty(request))
     (folder / "response.json").write_text(_pretty(response))
-    (folder / "digest.txt").write_text(digest(reason, request, response))
+    (folder / "digest.txt").write_text((summary or digest)(reason, request, response))
     moment = folder / "now.txt"
     if now == NOW:
         moment.unlink(missing_ok=True)

@@ -310,23 +310,37 @@ def cel_violations(schema: dict[str, Any], value: Any, path: str = "") -> list[s
 # --- the MXJob CRD -----------------------------------------------------------------------------
 
 
-def mxjob_crd() -> dict[str, Any]:
+@functools.cache
+def _crd() -> dict[str, Any]:
     return load_one(CRD_FILE)
 
 
-def mxjob_schema() -> dict[str, Any]:
-    """The openAPIV3Schema of the served and stored version v1."""
-    (version,) = [v for v in mxjob_crd()["spec"]["versions"] if v["name"] == "v1"]
-    schema: dict[str, Any] = version["schema"]["openAPIV3Schema"]
+def mxjob_crd() -> dict[str, Any]:
+    """The MXJob CRD (a fresh copy each call)."""
+    crd: dict[str, Any] = copy.deepcopy(_crd())
+    return crd
+
+
+def mxjob_version(name: str) -> dict[str, Any]:
+    """One served version of the CRD (`v1`, `v1alpha1`, `v1alpha2`)."""
+    versions: list[dict[str, Any]] = mxjob_crd()["spec"]["versions"]
+    (version,) = [v for v in versions if v["name"] == name]
+    return version
+
+
+def mxjob_schema(version: str = "v1") -> dict[str, Any]:
+    """The openAPIV3Schema of a served version; by default of v1, the stored one."""
+    schema: dict[str, Any] = mxjob_version(version)["schema"]["openAPIV3Schema"]
     return schema
 
 
 def admit_mxjob(obj: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
-    """What kube-apiserver does on create: defaults, then schema and CEL checks.
+    """What kube-apiserver does on create: defaults, then schema and CEL checks, at the version
+    the object names.
 
     Returns the defaulted object and every problem found (empty when it would be accepted).
     """
-    schema = mxjob_schema()
+    schema = mxjob_schema(str(obj.get("apiVersion", "kubeflow.org/v1")).rpartition("/")[2])
     defaulted = apply_defaults(schema, copy.deepcopy(obj))
     problems = schema_errors(schema, defaulted)
     problems.extend(cel_violations(schema, defaulted))

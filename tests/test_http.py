@@ -1,5 +1,6 @@
 """The HTTP contract (docs/http.md) through the Flask test client, one test per status code the
-adapter can answer, and once through the real gunicorn server on a free loopback port."""
+adapter can answer, on both hooks (`/sync`, `/convert`), and once through the real gunicorn
+server on a free loopback port."""
 
 import json
 from collections.abc import Callable
@@ -12,7 +13,7 @@ from flask.testing import FlaskClient
 from werkzeug.test import TestResponse
 
 from hooks.app import create_app
-from tests import golden
+from tests import conversion_cases, golden
 from tests.builders import created, mxjob, replica, request, run
 from testsupport.server import serve
 
@@ -163,10 +164,46 @@ def test_unknown_path_is_404(client: FlaskClient, path: str) -> None:
 
 @pytest.mark.parametrize(
     ("method", "path"),
-    [("GET", "/sync"), ("PUT", "/sync"), ("POST", "/healthz")],
+    [("GET", "/sync"), ("PUT", "/sync"), ("POST", "/healthz"), ("GET", "/convert")],
 )
 def test_wrong_method_is_405(client: FlaskClient, method: str, path: str) -> None:
     assert_error(client.open(path, method=method), 405, "method_not_allowed")
+
+
+# --- POST /convert ------------------------------------------------------------------------
+
+CONVERSIONS = golden.folders(conversion_cases.FIXTURES)
+
+
+@pytest.mark.parametrize("case", CONVERSIONS, ids=[p.name for p in CONVERSIONS])
+def test_convert_answers_the_recorded_answer(client: FlaskClient, case: Path) -> None:
+    """200 with the review's answer (Success or Failure); 422 for a body that is no review."""
+    want = golden.load(case).response
+    answer = client.post("/convert", data=(case / "request.json").read_bytes(), content_type=JSON)
+    assert answer.status_code == (422 if "error" in want else 200)
+    assert answer.mimetype == JSON
+    assert answer.get_json() == want
+
+
+@pytest.mark.parametrize(
+    ("data", "content_type", "status", "error"),
+    [
+        (b"{", JSON, 400, "malformed_json"),
+        (b"{}", "text/plain", 415, "unsupported_media_type"),
+        (b"{}", JSON, 422, "not_a_conversion_review"),
+    ],
+    ids=["malformed", "content-type", "not-a-review"],
+)
+def test_convert_refuses_what_it_cannot_read(
+    client: FlaskClient, data: bytes, content_type: str, status: int, error: str
+) -> None:
+    assert_error(client.post("/convert", data=data, content_type=content_type), status, error)
+
+
+def test_convert_too_large_a_body_is_413(make_client: Callable[..., FlaskClient]) -> None:
+    body = conversion_cases.review("kubeflow.org/v1", mxjob())
+    answer = post(make_client(MAX_CONTENT_LENGTH=256), body, "/convert")
+    assert_error(answer, 413, "request_entity_too_large")
 
 
 # --- 500 --------------------------------------------------------------------------------
@@ -209,3 +246,8 @@ def test_gunicorn_serves_the_seed_job(seed_case: Path) -> None:
         status, data, _ = server.call("POST", "/sync", b"{")
         assert status == 400
         assert json.loads(data)["error"] == "malformed_json"
+        review = json.dumps(conversion_cases.review("kubeflow.org/v1alpha1", mxjob())).encode()
+        status, data, _ = server.call("POST", "/convert", review)
+        assert status == 200
+        (converted,) = json.loads(data)["response"]["convertedObjects"]
+        assert converted["apiVersion"] == "kubeflow.org/v1alpha1"

@@ -12,6 +12,7 @@ from flask.testing import FlaskClient
 
 from hooks import logs
 from hooks.app import create_app
+from tests import conversion_cases
 from tests.builders import UID, mxjob, replica, request
 from testsupport.server import serve
 
@@ -174,6 +175,34 @@ def test_a_bug_logs_the_traceback_with_the_job() -> None:
     assert line["level"] == "error"
     assert line["name"] == "mnist" and line["outcome"] == "error"
     assert "RuntimeError: clock broken" in line["error"]
+
+
+def test_every_conversion_line_names_the_review_and_its_jobs(client: FlaskClient) -> None:
+    [line] = captured(client, post(conversion_cases.v1alpha1_proposal_example(), "/convert"))
+    assert line["level"] == "info"
+    assert line["message"] == "convert 1 object to kubeflow.org/v1: success"
+    assert {k: line[k] for k in ("hook", "uid", "jobs", "objects", "outcome", "status")} == {
+        "hook": "convert",
+        "uid": conversion_cases.UID,
+        "jobs": ["default/example-dist-job"],
+        "objects": 1,
+        "outcome": "success",
+        "status": 200,
+    }
+    assert line["request_bytes"] > 0 and line["response_bytes"] > 0
+
+
+def test_a_conversion_failure_is_a_warning_with_its_reason(client: FlaskClient) -> None:
+    [line] = captured(client, post(conversion_cases.refused_type_twice(), "/convert"))
+    assert (line["level"], line["outcome"]) == ("warning", "failure")
+    assert "WORKER appears twice" in line["reason"]
+
+
+def test_a_refused_review_names_its_uid(client: FlaskClient) -> None:
+    body = conversion_cases.broken_desired_version_not_served()
+    [line] = captured(client, post(body, "/convert"))
+    assert (line["hook"], line["uid"], line["status"]) == ("convert", conversion_cases.UID, 422)
+    assert line["outcome"] == "rejected" and "desiredAPIVersion" in line["reason"]
 
 
 def test_gunicorn_writes_only_json_lines() -> None:

@@ -22,6 +22,8 @@ from flask.testing import FlaskClient
 
 from hooks.core.api import CleanPodPolicy, JobMode, ReplicaType, RestartPolicy
 from hooks.core.gang import Gang, detect
+from tests import golden
+from tests.conversion_cases import FIXTURES, OLD_EXAMPLES
 from tests.manifest_support import (
     CONTROLLER_OVERLAYS,
     CRD_FILE,
@@ -31,6 +33,7 @@ from tests.manifest_support import (
     METACONTROLLER,
     REPO,
     SCHEMAS,
+    admit_mxjob,
     build,
     cel_program,
     controller_of,
@@ -40,6 +43,7 @@ from tests.manifest_support import (
     load_one,
     mxjob_crd,
     mxjob_schema,
+    mxjob_version,
     name_of,
     schema_errors,
     to_json_schema,
@@ -64,6 +68,20 @@ CLUSTER_SCOPED = {
 METACONTROLLER_NAMESPACE = "metacontroller"
 METACONTROLLER_POD_LABELS = {"app.kubernetes.io/name": "metacontroller"}
 AGGREGATE_TO_METACONTROLLER = "rbac.metacontroller.k8s.io/aggregate-to-metacontroller"
+#: The versions served beside v1 (docs/api.md#versions), and where each keeps pod templates.
+OLD_VERSIONS = ("v1alpha1", "v1alpha2")
+OLD_EXAMPLE_FILES = sorted(OLD_EXAMPLES.glob("*.yaml"))
+#: The conversion cases answered with Success (the others hold objects no version holds).
+CONVERSIONS = [
+    folder
+    for folder in golden.folders(FIXTURES)
+    if golden.load(folder).response.get("response", {}).get("result") == {"status": "Success"}
+]
+TEMPLATES = {
+    "v1": ".spec.mxReplicaSpecs.*.template",
+    "v1alpha1": ".spec.replicaSpecs[].template",
+    "v1alpha2": ".spec.mxReplicaSpecs.*.template",
+}
 
 
 def rel(path: Path) -> str:
@@ -168,15 +186,22 @@ def test_crd_names_and_version() -> None:
     assert spec["names"]["kind"] == "MXJob"
     assert spec["names"]["plural"] == "mxjobs"
     assert "mxj" in spec["names"]["shortNames"]
-    (version,) = spec["versions"]
-    assert (version["name"], version["served"], version["storage"]) == ("v1", True, True)
-    assert version["subresources"] == {"status": {}}
+    versions = {v["name"]: v for v in spec["versions"]}
+    assert list(versions) == ["v1", *OLD_VERSIONS]
+    assert [name for name, v in versions.items() if v["storage"]] == ["v1"]
+    for name, version in versions.items():
+        assert version["served"] is True, name
+        # Metacontroller and the old operators' clients write the status only through it.
+        assert version["subresources"] == {"status": {}}, name
+        assert version.get("deprecated", False) is (name != "v1"), name
+    assert "conversion" not in spec  # added with the webhook's TLS, by the install
 
 
-def test_crd_schema_is_structural() -> None:
+@pytest.mark.parametrize("version", ["v1", *OLD_VERSIONS])
+def test_crd_schema_is_structural(version: str) -> None:
     """Every node has a type; objects are maps or records; unknown fields only in templates."""
     problems = []
-    for path, node in walk_schema(mxjob_schema()):
+    for path, node in walk_schema(mxjob_schema(version)):
         keeps_unknown = node.get("x-kubernetes-preserve-unknown-fields") is True
         if (
             "type" not in node
@@ -186,7 +211,7 @@ def test_crd_schema_is_structural() -> None:
             problems.append(f"{path}: no type")
         if "properties" in node and "additionalProperties" in node:
             problems.append(f"{path}: both properties and additionalProperties")
-        if keeps_unknown and not path.startswith(".spec.mxReplicaSpecs.*.template"):
+        if keeps_unknown and not path.startswith(TEMPLATES[version]):
             problems.append(f"{path}: keeps unknown fields outside the pod template")
         for field in node.get("required", []):
             if field not in node.get("properties", {}):
@@ -246,13 +271,14 @@ def test_crd_replica_type_rule_names_every_type() -> None:
         assert rtype.short in rules
 
 
-def test_crd_rules_compile_and_say_what_to_do() -> None:
+@pytest.mark.parametrize("version", ["v1", *OLD_VERSIONS])
+def test_crd_rules_compile_and_say_what_to_do(version: str) -> None:
     rules = [
         (path, rule)
-        for path, node in walk_schema(mxjob_schema())
+        for path, node in walk_schema(mxjob_schema(version))
         for rule in node.get("x-kubernetes-validations", [])
     ]
-    assert len(rules) >= 12
+    assert len(rules) >= (12 if version == "v1" else 2)
     for path, rule in rules:
         cel_program(rule["rule"])
         assert len(rule.get("message", "")) > 20, f"{path}: {rule['rule']}"
@@ -282,16 +308,16 @@ def resolve(schema: dict[str, Any], json_path: str) -> dict[str, Any] | None:
 
 
 def test_printer_columns_read_existing_fields() -> None:
-    (version,) = mxjob_crd()["spec"]["versions"]
-    columns = version["additionalPrinterColumns"]
+    columns = mxjob_version("v1")["additionalPrinterColumns"]
     assert [c["name"] for c in columns[:2]] == ["State", "Age"]
     assert columns[0]["jsonPath"] == ".status.conditions[-1:].type"
-    kinds = {"string": "string", "integer": "integer", "date": "string"}
-    for column in columns:
-        node = resolve(mxjob_schema(), column["jsonPath"])
-        assert node is not None, column
-        assert node.get("type") == kinds[column["type"]], column
     assert all(c.get("priority", 0) == 1 for c in columns[2:])
+    kinds = {"string": "string", "integer": "integer", "date": "string"}
+    for version in ("v1", *OLD_VERSIONS):
+        for column in mxjob_version(version)["additionalPrinterColumns"]:
+            node = resolve(mxjob_schema(version), column["jsonPath"])
+            assert node is not None, (version, column)
+            assert node.get("type") == kinds[column["type"]], (version, column)
 
 
 def test_schema_conversion_handles_openapi_keywords() -> None:
@@ -607,3 +633,36 @@ def test_dockerignore_keeps_the_context_small() -> None:
 def test_crd_file_is_in_the_crd_kustomization() -> None:
     assert one(build(CRD_FILE.parent), "CustomResourceDefinition") == load_one(CRD_FILE)
     assert METACONTROLLER.is_dir()
+
+
+# --- the old versions --------------------------------------------------------------------------
+
+
+def accepted_at_its_version(obj: dict[str, Any]) -> list[str]:
+    """Problems of an object at the version it names, defaulted as the API server would: its
+    schema (so nothing of it would be pruned) and its rules."""
+    return admit_mxjob(obj)[1]
+
+
+@pytest.mark.parametrize("path", OLD_EXAMPLE_FILES, ids=[p.name for p in OLD_EXAMPLE_FILES])
+def test_historical_jobs_are_accepted_at_their_version(path: Path) -> None:
+    _, problems = admit_mxjob(load_one(path))
+    assert problems == []
+
+
+@pytest.mark.parametrize("case", CONVERSIONS, ids=[p.name for p in CONVERSIONS])
+def test_each_version_holds_what_the_converter_writes(case: Path) -> None:
+    """Every object sent and answered in the conversion cases fits its version's schema, so the
+    API server prunes nothing of a conversion, and a client may write back what it read."""
+    recorded = golden.load(case)
+    answered = recorded.response["response"]["convertedObjects"]
+    for obj in [*recorded.request["request"]["objects"], *answered]:
+        assert accepted_at_its_version(obj) == [], obj["metadata"]["name"]
+
+
+def test_v1alpha1_refuses_a_type_listed_twice() -> None:
+    (job,) = golden.load(FIXTURES / "refused-type-twice").request["request"]["objects"]
+    assert accepted_at_its_version(job) == [
+        "spec.replicaSpecs: a replica type is listed twice (an empty mxReplicaType is WORKER): "
+        "keep one spec per type"
+    ]

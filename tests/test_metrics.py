@@ -16,6 +16,7 @@ from prometheus_client import REGISTRY
 
 from hooks import metrics
 from hooks.app import create_app
+from tests import conversion_cases
 from tests.builders import created, mxjob, replica, request, run, running, terminated
 from testsupport.server import Server, serve
 
@@ -218,3 +219,35 @@ def test_a_worker_file_not_yet_sized_does_not_break_scrapes(tmp_path: Path) -> N
         _post(server)
         (directory / "counter_4194304.db").touch()
         assert _counted(server) == 1
+
+
+# --- the conversion webhook ----------------------------------------------------------------
+
+CONVERSIONS = {
+    "success": conversion_cases.v1alpha1_proposal_example(),
+    "failure": conversion_cases.refused_type_twice(),
+    "rejected": conversion_cases.broken_no_uid(),
+}
+
+
+@pytest.mark.parametrize("outcome", CONVERSIONS)
+def test_each_conversion_is_counted_by_outcome(client: FlaskClient, outcome: str) -> None:
+    data = json.dumps(CONVERSIONS[outcome]).encode()
+    count = sample("mxjob_hook_syncs_total", hook="convert", outcome=outcome)
+    size = sample("mxjob_hook_request_bytes_sum", hook="convert")
+    client.post("/convert", data=data, content_type=JSON)
+    assert sample("mxjob_hook_syncs_total", hook="convert", outcome=outcome) == count + 1
+    assert sample("mxjob_hook_request_bytes_sum", hook="convert") == size + len(data)
+
+
+def test_a_conversion_bug_is_counted_as_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(review: object) -> Any:
+        raise RuntimeError("broken converter")
+
+    monkeypatch.setattr("hooks.app.answer", broken)
+    before = sample("mxjob_hook_syncs_total", hook="convert", outcome="error")
+    data = json.dumps(CONVERSIONS["success"])
+    answer = create_app().test_client().post("/convert", data=data, content_type=JSON)
+    assert answer.status_code == 500
+    assert answer.get_json()["error"] == "internal_server_error"
+    assert sample("mxjob_hook_syncs_total", hook="convert", outcome="error") == before + 1

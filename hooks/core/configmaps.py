@@ -10,7 +10,7 @@ import json
 from typing import Any
 
 from hooks.core.env import config_map_data
-from hooks.core.fields import dig
+from hooks.core.fields import dig, parsed_json
 from hooks.core.job import Job
 from hooks.core.labels import job_labels
 from hooks.core.naming import config_map_name, result_name
@@ -43,11 +43,5 @@ def desired_result(job: Job, status: JobStatus) -> dict[str, Any]:
 
 def recorded_status(observed: dict[str, Any] | None) -> dict[str, Any] | None:
     """The terminal status kept in an observed result record, if it holds one."""
-    body = dig(observed, "data", RESULT_KEY)
-    if not isinstance(body, str):
-        return None
-    try:
-        status = json.loads(body)
-    except ValueError:
-        return None
+    status = parsed_json(dig(observed, "data", RESULT_KEY))
     return status if isinstance(status, dict) else None

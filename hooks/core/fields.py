@@ -1,6 +1,17 @@
 """Safe reads of plain JSON: observed objects are read without trusting their shape or depth."""
 
+import json
 from typing import Any
+
+
+def parsed_json(text: object) -> Any:
+    """The value a JSON text holds, or None when `text` is no string of JSON."""
+    if not isinstance(text, str):
+        return None
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
 
 
 def dig(value: object, *keys: str | int) -> Any:

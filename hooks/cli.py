@@ -1,0 +1,255 @@
+"""The `mxjob` command: what the API server and the hook would make of MXJob files, offline
+(docs/cli.md).
+
+    mxjob convert [FILE]                 every MXJob as kubeflow.org/v1, as the API server stores it
+    mxjob validate [FILE]                every problem the hook would find, each with its field path
+    mxjob render [--gang GANG] [FILE]    the children the hook asks for when the job is created
+
+FILE holds one or more YAML documents; `-` or none reads standard input. Exit status: 0 done,
+1 a job that cannot be converted or is invalid, 2 a usage error or input that is no MXJob YAML.
+Every answer comes from the hook's pure core (hooks/core), the same code that serves
+`POST /convert` and `POST /sync`.
+"""
+
+import argparse
+import os
+import sys
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TextIO
+
+import yaml
+
+from hooks.core.api import KIND
+from hooks.core.conversion import convert
+from hooks.core.fields import dig
+from hooks.core.gang import Gang
+from hooks.core.request import SyncRequest
+from hooks.core.spec import Problem, load
+from hooks.core.sync import sync
+from hooks.core.validation import validate
+from hooks.core.versions import V1, UnconvertibleError
+
+OK, PROBLEMS, USAGE = 0, 1, 2
+GANGS = {"volcano": Gang.VOLCANO, "scheduler-plugins": Gang.SCHEDULER_PLUGINS}
+#: What the hook is asked for a job Metacontroller has not created anything for yet.
+CHILD_RESOURCES = [
+    {"apiVersion": "v1", "resource": resource} for resource in ("pods", "services", "configmaps")
+]
+DEFAULT_NAMESPACE = "default"
+#: The phase Volcano gives a PodGroup it admits; only then does the hook create the pods.
+ADMITTED = "Inqueue"
+
+
+class InputError(Exception):
+    """Input that is no MXJob YAML: the command stops with exit status 2."""
+
+
+class _Loader(yaml.SafeLoader):
+    """YAML as the API server reads it: a timestamp stays the string it is in the file."""
+
+
+_Loader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+
+
+@dataclass(frozen=True)
+class Document:
+    """One MXJob of the input: its place (1 for the first document) and the object."""
+
+    number: int
+    job: dict[str, Any]
+
+    @property
+    def title(self) -> str:
+        """`document N (MXJob name, version)`, how every line about it begins."""
+        name = _name(self.job) or "<no name>"
+        return f"document {self.number} (MXJob {name}, {self.job.get('apiVersion')})"
+
+
+def read(source: str) -> list[Document]:
+    """Every MXJob of a file or of standard input (`-`); raises InputError for anything else."""
+    try:
+        text = sys.stdin.read() if source == "-" else Path(source).read_text()
+        documents = list(yaml.load_all(text, Loader=_Loader))
+    except OSError as exc:
+        raise InputError(f"{source}: {exc.strerror or exc}") from exc
+    except yaml.YAMLError as exc:
+        raise InputError(f"{source}: not YAML: {exc}") from exc
+    found = []
+    for number, document in enumerate(documents, 1):
+        if document is None:  # an empty document, such as after a final `---`
+            continue
+        if not isinstance(document, dict) or document.get("kind") != KIND:
+            raise InputError(f"{source}: document {number} is {_what(document)}, not an MXJob")
+        found.append(Document(number, document))
+    if not found:
+        raise InputError(f"{source}: holds no MXJob")
+    return found
+
+
+def _what(document: object) -> str:
+    if isinstance(document, dict):
+        kind, version = document.get("kind"), document.get("apiVersion")
+        return f"a {kind} ({version})" if kind else "an object without a kind"
+    if isinstance(document, list):
+        return "a list"
+    return f"a {type(document).__name__} ({str(document)[:40]!r})"
+
+
+def _as_v1(document: Document) -> dict[str, Any]:
+    """The job as the API server stores it; raises UnconvertibleError."""
+    return convert(document.job, V1)
+
+
+def _name(job: dict[str, Any]) -> str | None:
+    name = dig(job, "metadata", "name")
+    return name if isinstance(name, str) and name else None
+
+
+def _problems(job: dict[str, Any]) -> list[Problem]:
+    """Every problem the hook finds in a v1 job: reading its spec, then the whole-job rules."""
+    name = _name(job)
+    spec, problems = load(job.get("spec"))
+    if name is None:
+        return [Problem("metadata.name", "is required"), *problems]
+    if spec is not None:
+        problems = validate(name, spec)
+    return problems
+
+
+def _dump(objects: list[dict[str, Any]], out: TextIO) -> None:
+    yaml.safe_dump_all(objects, out, sort_keys=False, allow_unicode=True, width=100)
+
+
+def run_convert(documents: list[Document], out: TextIO, err: TextIO) -> int:
+    """Every document at v1; none is written when one cannot be converted."""
+    converted, status = [], OK
+    for document in documents:
+        try:
+            converted.append(_as_v1(document))
+        except UnconvertibleError as exc:
+            print(f"{document.title}: cannot be converted to {V1}: {exc}", file=err)
+            status = PROBLEMS
+    if status == OK:
+        _dump(converted, out)
+    return status
+
+
+def run_validate(documents: list[Document], out: TextIO) -> int:
+    """A line per problem (`document: path: rule`), or that the job is valid."""
+    status = OK
+    for document in documents:
+        try:
+            problems = _problems(_as_v1(document))
+        except UnconvertibleError as exc:
+            problems = [Problem(exc.path, str(exc).removeprefix(f"{exc.path}: "))]
+        read_as = "" if document.job.get("apiVersion") == V1 else f" read as {V1}"
+        for problem in problems:
+            print(f"{document.title}{read_as}: {problem}", file=out)
+        if not problems:
+            print(f"{document.title}: valid", file=out)
+        status = max(status, PROBLEMS if problems else OK)
+    return status
+
+
+def run_render(documents: list[Document], out: TextIO, err: TextIO, gang: Gang | None) -> int:
+    """The children the hook asks for at each job's first sync (under Volcano: once the gang
+    is admitted, when it creates the pods), as YAML; an invalid job gets its problems."""
+    children, status = [], OK
+    for document in documents:
+        try:
+            job = _as_v1(document)
+        except UnconvertibleError as exc:
+            print(f"{document.title}: cannot be converted to {V1}: {exc}", file=err)
+            status = PROBLEMS
+            continue
+        problems = _problems(job)
+        for problem in problems:
+            print(f"{document.title}: {problem}", file=err)
+        if problems:
+            status = PROBLEMS
+        else:
+            children.extend(_first_children(job, gang))
+    if status == OK:
+        _dump(children, out)
+    return status
+
+
+def _first_children(job: dict[str, Any], gang: Gang | None) -> list[dict[str, Any]]:
+    metadata = {"namespace": DEFAULT_NAMESPACE, **job["metadata"]}
+    parent = {**job, "metadata": metadata}
+    resources = list(CHILD_RESOURCES)
+    if gang is not None:
+        resources.append({"apiVersion": gang.api_version, "resource": "podgroups"})
+    controller = {"spec": {"childResources": resources}}
+    now = datetime.now(UTC)
+    first = sync(SyncRequest(parent, {}, controller), now)
+    groups = [c for c in first.children if c["kind"] == "PodGroup"]
+    if gang is not Gang.VOLCANO or not groups:
+        return first.children
+    admitted = {**groups[0], "status": {"phase": ADMITTED}}
+    observed = {gang.value: {admitted["metadata"]["name"]: admitted}}
+    parent = {**parent, "status": first.status}
+    return sync(SyncRequest(parent, observed, controller), now).children
+
+
+def parser() -> argparse.ArgumentParser:
+    """The command line: a command, its FILE, and --gang for render."""
+    top = argparse.ArgumentParser(
+        prog="mxjob",
+        description="What the API server and the mxjob hook make of MXJob files, offline.",
+        epilog="Exit status: 0 done, 1 a job that cannot be converted or is invalid, "
+        "2 a usage error or input that is no MXJob YAML.",
+    )
+    commands = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    helps = {
+        "convert": f"print every MXJob as {V1}, as the API server stores it",
+        "validate": "print every problem the hook finds, with its field path",
+        "render": "print the Pods, Services and ConfigMaps the hook asks for at creation",
+    }
+    for name, text in helps.items():
+        command = commands.add_parser(name, help=text, description=text[0].upper() + text[1:] + ".")
+        command.add_argument(
+            "file",
+            nargs="?",
+            default="-",
+            metavar="FILE",
+            help="YAML of one or more MXJobs of any served version; - or none: standard input",
+        )
+        if name == "render":
+            command.add_argument(
+                "--gang",
+                choices=sorted(GANGS),
+                help="the install variant's gang scheduler: add its PodGroup",
+            )
+    return top
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run one command; the exit status."""
+    arguments = parser().parse_args(argv)
+    try:
+        documents = read(arguments.file)
+    except InputError as exc:
+        print(f"mxjob: {exc}", file=sys.stderr)
+        return USAGE
+    out, err = sys.stdout, sys.stderr
+    try:
+        if arguments.command == "convert":
+            return run_convert(documents, out, err)
+        if arguments.command == "validate":
+            return run_validate(documents, out)
+        return run_render(documents, out, err, GANGS.get(arguments.gang))
+    except BrokenPipeError:
+        # The reader went away (`mxjob render job.yaml | head`): stop without a traceback, and
+        # without another one when Python flushes standard output on its way out.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return PROBLEMS
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,149 @@
+"""The API versions served beside v1, and what their mappings share (docs/api.md#versions).
+
+Each old version (`v1alpha1`, `v1alpha2`) is a `Mapping`: `up` reads an object of that version
+as v1, `down` reads a v1 object as that version, each field with the meaning the old operator
+gave it. Neither needs to be lossless: `to_v1` and `from_v1` make every round trip exact with
+the stash (hooks/core/stash.py) — `mxjob.kubeflow.org/v1-fields` on an old object holds what
+it cannot hold of its v1 self, `mxjob.kubeflow.org/<version>-fields` on a v1 object what v1
+cannot hold of its old self. Both keys are reserved for the converter.
+
+A mapping may change only `apiVersion`, `spec`, `status` and annotations: the API server
+refuses a conversion that changes any other metadata. `down` never fails, so every stored job
+can be read at every version; `up` raises `UnconvertibleError` for what v1 cannot hold at all.
+"""
+
+import copy
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from hooks.core import stash
+from hooks.core.api import GROUP, KIND, TYPE_BY_FOLDED_NAME, VERSION, ReplicaType
+
+V1 = f"{GROUP}/{VERSION}"
+#: On an old object: what its v1 self holds and it cannot.
+V1_FIELDS = "mxjob.kubeflow.org/v1-fields"
+#: Run-policy fields a v1 job may also give directly under `spec` (spec.RUN_POLICY_FIELDS).
+RUN_POLICY = "runPolicy"
+
+
+class UnconvertibleError(ValueError):
+    """An object v1 cannot hold: `path` names the field, the message says why."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.path = path
+
+
+#: What a mapping produces: `spec` and `status` of the converted object, each absent when the
+#: object has none.
+View = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Mapping:
+    """One old version's reading of v1, both ways; each gets a private copy of the object."""
+
+    version: str
+    up: Callable[[dict[str, Any]], View]
+    down: Callable[[dict[str, Any]], View]
+
+    @property
+    def api_version(self) -> str:
+        return f"{GROUP}/{self.version}"
+
+    @property
+    def fields_key(self) -> str:
+        """On a v1 object: what its self at this version holds and v1 cannot."""
+        return f"mxjob.kubeflow.org/{self.version}-fields"
+
+
+def to_v1(mapping: Mapping, obj: dict[str, Any]) -> dict[str, Any]:
+    """The v1 object of an object of `mapping`'s version; raises UnconvertibleError."""
+    _check(obj, mapping.api_version)
+    entries, bare = stash.take(obj, V1_FIELDS)
+    converted = _with(bare, V1, stash.apply(entries, mapping.up(copy.deepcopy(bare))))
+    back = mapping.down(copy.deepcopy(converted))
+    return stash.put(converted, mapping.fields_key, stash.patch(_view(bare), back))
+
+
+def from_v1(mapping: Mapping, obj: dict[str, Any]) -> dict[str, Any]:
+    """The object at `mapping`'s version of a v1 object; raises UnconvertibleError only for an
+    object that is no v1 MXJob."""
+    _check(obj, V1)
+    entries, bare = stash.take(obj, mapping.fields_key)
+    converted = _with(
+        bare, mapping.api_version, stash.apply(entries, mapping.down(copy.deepcopy(bare)))
+    )
+    back = mapping.up(copy.deepcopy(converted))
+    return stash.put(converted, V1_FIELDS, stash.patch(_view(bare), back))
+
+
+def _check(obj: dict[str, Any], api_version: str) -> None:
+    if obj.get("kind") != KIND:
+        raise UnconvertibleError("kind", f"{obj.get('kind')!r} is not {KIND}")
+    if obj.get("apiVersion") != api_version:
+        raise UnconvertibleError("apiVersion", f"{obj.get('apiVersion')!r} is not {api_version}")
+    metadata = obj.get("metadata", {})
+    if not isinstance(metadata, dict):
+        raise UnconvertibleError("metadata", "must be an object")
+    if not isinstance(metadata.get("annotations", {}), dict):
+        raise UnconvertibleError("metadata.annotations", "must map names to strings")
+
+
+def _view(obj: dict[str, Any]) -> dict[str, Any]:
+    return {key: obj[key] for key in ("spec", "status") if key in obj}
+
+
+def _with(obj: dict[str, Any], api_version: str, view: dict[str, Any]) -> dict[str, Any]:
+    """The object at another version: its apiVersion, spec and status replaced."""
+    converted = {k: v for k, v in obj.items() if k not in ("spec", "status")}
+    converted["apiVersion"] = api_version
+    converted.update(view)
+    return converted
+
+
+# --- what the mappings share ----------------------------------------------------------------
+
+
+def run_policy(spec: dict[str, Any], name: str) -> Any:
+    """A run-policy field of a v1 spec: `spec.runPolicy` wins over the same field inline."""
+    nested = spec.get(RUN_POLICY)
+    if isinstance(nested, dict) and nested.get(name) is not None:
+        return nested[name]
+    return spec.get(name)
+
+
+def clean_pod_policy_up(value: object) -> object:
+    """An old version's cleanup policy as v1: absent or empty deleted every pod (All), which
+    v1 says explicitly, its absence meaning Running (docs/run-policy.md)."""
+    return "All" if value in (None, "") else value
+
+
+def clean_pod_policy_down(spec: dict[str, Any]) -> object:
+    """A v1 spec's cleanPodPolicy as an old version writes it: absent is Running in v1, and
+    absent meant All in every old version."""
+    value = run_policy(spec, "cleanPodPolicy")
+    return "Running" if value is None else value
+
+
+def replica_type(key: object) -> ReplicaType | None:
+    """The replica type a `mxReplicaSpecs` key names (letter case does not matter)."""
+    return TYPE_BY_FOLDED_NAME.get(key.lower()) if isinstance(key, str) else None
+
+
+def pod_spec(template: object) -> dict[str, Any] | None:
+    """The pod spec of a template, when both are objects."""
+    spec = template.get("spec") if isinstance(template, dict) else None
+    return spec if isinstance(spec, dict) else None
+
+
+def spread_scheduler_name(name: object, templates: list[object]) -> None:
+    """An old `spec.schedulerName` onto every template, where the old operators wrote it into
+    every pod; an empty one leaves the templates as they are."""
+    if not isinstance(name, str) or not name:
+        return
+    for template in templates:
+        spec = pod_spec(template)
+        if spec is not None:
+            spec["schedulerName"] = name
