@@ -1,9 +1,10 @@
 """The `mxjob` command: what the API server and the hook would make of MXJob files, offline
-(docs/cli.md).
+(docs/cli.md), and the one step of a migration that needs the cluster (docs/migration.md).
 
     mxjob convert [FILE]                 every MXJob as kubeflow.org/v1, as the API server stores it
     mxjob validate [FILE]                every problem the hook would find, each with its field path
     mxjob render [--gang GANG] [FILE]    the children the hook asks for when the job is created
+    mxjob adopt [-n NS | -A] [--dry-run] label training-operator's children for Metacontroller
 
 FILE holds one or more YAML documents; `-` or none reads standard input. Exit status: 0 done,
 1 a job that cannot be converted or is invalid, 2 a usage error or input that is no MXJob YAML.
@@ -13,6 +14,7 @@ Every answer comes from the hook's pure core (hooks/core), the same code that se
 
 import argparse
 import os
+import shlex
 import sys
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -21,6 +23,7 @@ from typing import Any, TextIO
 
 import yaml
 
+from hooks.adopt import adopt, kubectl_runner
 from hooks.core.api import KIND
 from hooks.core.conversion import convert
 from hooks.core.fields import dig
@@ -226,12 +229,46 @@ def parser() -> argparse.ArgumentParser:
                 choices=sorted(GANGS),
                 help="the install variant's gang scheduler: add its PodGroup",
             )
+    _adopt_parser(commands)
     return top
+
+
+def _adopt_parser(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    text = (
+        "label the pods, Services and PodGroups training-operator made for each MXJob with "
+        "controller-uid=<job uid>, so Metacontroller takes them over as they are "
+        "(docs/migration.md); the one command that talks to a cluster, through kubectl"
+    )
+    short = "label training-operator's children so Metacontroller takes them over"
+    command = commands.add_parser("adopt", help=short, description=text + ".")
+    scope = command.add_mutually_exclusive_group(required=True)
+    scope.add_argument("-n", "--namespace", help="the MXJobs of this namespace")
+    scope.add_argument("-A", "--all-namespaces", action="store_true", help="every MXJob")
+    command.add_argument("--dry-run", action="store_true", help="say what would be labelled")
+    command.add_argument(
+        "--kubectl",
+        default="kubectl",
+        help="the kubectl command to run, with its options (default: kubectl)",
+    )
+
+
+def run_adopt(arguments: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """Label every job's children; a line per job, or kubectl's words and status 1."""
+    kubectl = kubectl_runner(shlex.split(arguments.kubectl))
+    try:
+        lines = adopt(kubectl, arguments.namespace, dry_run=arguments.dry_run)
+    except (RuntimeError, OSError) as exc:
+        print(f"mxjob adopt: {exc}", file=err)
+        return PROBLEMS
+    print(*lines, sep="\n", file=out)
+    return OK
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run one command; the exit status."""
     arguments = parser().parse_args(argv)
+    if arguments.command == "adopt":
+        return run_adopt(arguments, sys.stdout, sys.stderr)
     try:
         documents = read(arguments.file)
     except InputError as exc:

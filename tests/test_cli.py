@@ -325,3 +325,68 @@ def test_a_reader_that_stops_early_gets_no_traceback() -> None:
         process.stdout.close()
         assert process.wait(timeout=60) == 1
         assert process.stderr.read() == b""
+
+
+# --- adopt (docs/migration.md; proven against a real cluster in tests/realnode/test_migration.py)
+
+
+def _owned(name: str, uid: str, **labels: str) -> dict[str, Any]:
+    refs = [{"kind": "MXJob", "name": "mnist", "uid": uid, "controller": True}]
+    return {"metadata": {"name": name, "labels": labels, "ownerReferences": refs}}
+
+
+class FakeCluster:
+    """What kubectl answers about one MXJob's children, and the labels it was asked to add."""
+
+    def __init__(self, served: tuple[str, ...] = ("pods", "services")) -> None:
+        self.served = served
+        self.labelled: list[list[str]] = []
+        self.items = {
+            "pods": [
+                _owned("mnist-worker-0", "u1"),
+                _owned("mnist-worker-1", "u1", **{"controller-uid": "u1"}),  # done already
+                _owned("other-worker-0", "u2"),  # another job's
+            ],
+            "services": [_owned("mnist-worker-0", "u1")],
+        }
+
+    def __call__(self, args: list[str]) -> str:
+        if args[:2] == ["get", "mxjobs"]:
+            job = {"metadata": {"namespace": "ns", "name": "mnist", "uid": "u1"}}
+            return json.dumps({"items": [job]})
+        if args[0] == "get":
+            if args[1] not in self.served:
+                raise RuntimeError(f'error: the server doesn\'t have a resource type "{args[1]}"')
+            return json.dumps({"items": self.items.get(args[1], [])})
+        self.labelled.append(args)
+        return ""
+
+
+def test_adopt_labels_only_the_jobs_own_unlabelled_children() -> None:
+    fake = FakeCluster()
+    (line,) = cli.adopt(fake, "ns", dry_run=False)
+    assert line == "ns/mnist: labelled 1 pods, 1 services controller-uid=u1"
+    assert fake.labelled == [
+        ["label", "pods", "-n", "ns", "mnist-worker-0", "controller-uid=u1"],
+        ["label", "services", "-n", "ns", "mnist-worker-0", "controller-uid=u1"],
+    ]
+
+
+def test_adopt_dry_run_labels_nothing() -> None:
+    fake = FakeCluster()
+    (line,) = cli.adopt(fake, "ns", dry_run=True)
+    assert line.startswith("ns/mnist: would label 1 pods, 1 services")
+    assert fake.labelled == []
+
+
+def test_adopt_needs_a_namespace_or_all() -> None:
+    with pytest.raises(SystemExit) as usage:
+        mxjob(["adopt"])
+    assert usage.value.code == cli.USAGE
+
+
+@pytest.mark.parametrize("kubectl", ["false", "/nonexistent/kubectl"])
+def test_adopt_says_what_kubectl_could_not_do(kubectl: str) -> None:
+    status, out, err = mxjob(["adopt", "-A", "--kubectl", kubectl])
+    assert (status, out) == (cli.PROBLEMS, "")
+    assert err.startswith("mxjob adopt: "), err
