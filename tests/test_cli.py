@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from hooks import cli
+from hooks.adopt import adopt
 from hooks.core.conversion import convert
 from tests.conversion_cases import OLD_EXAMPLES, stored
 from tests.manifest_support import BAD_EXAMPLES, EXAMPLES, expectations
@@ -364,7 +365,7 @@ class FakeCluster:
 
 def test_adopt_labels_only_the_jobs_own_unlabelled_children() -> None:
     fake = FakeCluster()
-    (line,) = cli.adopt(fake, "ns", dry_run=False)
+    (line,) = adopt(fake, "ns", dry_run=False)
     assert line == "ns/mnist: labelled 1 pods, 1 services controller-uid=u1"
     assert fake.labelled == [
         ["label", "pods", "-n", "ns", "mnist-worker-0", "controller-uid=u1"],
@@ -374,7 +375,7 @@ def test_adopt_labels_only_the_jobs_own_unlabelled_children() -> None:
 
 def test_adopt_dry_run_labels_nothing() -> None:
     fake = FakeCluster()
-    (line,) = cli.adopt(fake, "ns", dry_run=True)
+    (line,) = adopt(fake, "ns", dry_run=True)
     assert line.startswith("ns/mnist: would label 1 pods, 1 services")
     assert fake.labelled == []
 
