@@ -23,8 +23,9 @@ COPY --from=build /opt/venv /opt/venv
 WORKDIR /app
 COPY hooks/ hooks/
 COPY ttl/ ttl/
+COPY certs/ certs/
 # Bytecode is compiled now: at run time the root filesystem is read-only.
-RUN python -m compileall -q /opt/venv/lib hooks ttl
+RUN python -m compileall -q /opt/venv/lib hooks ttl certs
 ENV PATH=/opt/venv/bin:$PATH \
     PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \

@@ -15,6 +15,11 @@ set before the app imports prometheus-client: it is set in `on_starting`, before
 forked, which is why `preload_app` stays off. The directory of a master that was killed
 (SIGKILL, no `on_exit`) is removed by the next server that starts on the same machine.
 
+TLS: with `MXJOB_TLS_DIR` set, every listener serves HTTPS with `tls.crt` and `tls.key` from
+that directory (the conversion webhook's pods: the API server calls webhooks over HTTPS only).
+Sync workers load the files for each connection, so a renewed certificate in a mounted Secret
+is served without a restart.
+
 Logs: gunicorn's own lines use the hook's JSON formatter, one object per line on stderr.
 """
 
@@ -38,6 +43,9 @@ _TMP = _TMPFS if os.path.isdir(_TMPFS) else None
 worker_tmp_dir = os.environ.get("GUNICORN_TMP_DIR") or _TMP
 max_requests = int(os.environ.get("GUNICORN_MAX_REQUESTS", "0"))
 preload_app = False
+_TLS_DIR = os.environ.get("MXJOB_TLS_DIR")
+certfile = f"{_TLS_DIR}/tls.crt" if _TLS_DIR else None
+keyfile = f"{_TLS_DIR}/tls.key" if _TLS_DIR else None
 # No runtime control socket: its default path is per user, so two servers would share it.
 control_socket_disable = True
 accesslog = None

@@ -20,6 +20,7 @@ import kubernetes_validate
 import pytest
 from flask.testing import FlaskClient
 
+from certs import __main__ as certs_main
 from hooks.core.api import CleanPodPolicy, JobMode, ReplicaType, RestartPolicy
 from hooks.core.gang import Gang, detect
 from tests import golden
@@ -190,11 +191,88 @@ def test_crd_names_and_version() -> None:
     assert list(versions) == ["v1", *OLD_VERSIONS]
     assert [name for name, v in versions.items() if v["storage"]] == ["v1"]
     for name, version in versions.items():
-        assert version["served"] is True, name
+        # Alone, the CRD serves v1 only: without the webhook an old object would be stored
+        # with nothing but its apiVersion changed (manifests/components/conversion).
+        assert version["served"] is (name == "v1"), name
         # Metacontroller and the old operators' clients write the status only through it.
         assert version["subresources"] == {"status": {}}, name
         assert version.get("deprecated", False) is (name != "v1"), name
-    assert "conversion" not in spec  # added with the webhook's TLS, by the install
+    assert "conversion" not in spec
+
+
+@pytest.mark.parametrize("variant", INSTALL_OVERLAYS)
+def test_install_serves_every_version_through_the_https_webhook(variant: str) -> None:
+    """The CRD's webhook names the convert Service, which selects pods serving the app over
+    HTTPS with the Secret the keeper writes, for the names the keeper writes it for."""
+    objects = build(INSTALL_OVERLAYS[variant])
+    spec = one(objects, "CustomResourceDefinition", "mxjobs.kubeflow.org")["spec"]
+    assert [(v["name"], v["served"]) for v in spec["versions"]] == [
+        ("v1", True),
+        *((name, True) for name in OLD_VERSIONS),
+    ]
+    assert spec["conversion"]["strategy"] == "Webhook"
+    assert spec["conversion"]["webhook"]["conversionReviewVersions"] == ["v1"]
+    called = spec["conversion"]["webhook"]["clientConfig"]["service"]
+    assert called["path"] == "/convert"
+    service = one(objects, "Service", called["name"])
+    assert service["metadata"]["namespace"] == called["namespace"]
+    (port,) = service["spec"]["ports"]
+    assert port["port"] == called["port"]
+    deployment = one(objects, "Deployment", "mxjob-convert")
+    pod = deployment["spec"]["template"]["spec"]
+    assert service["spec"]["selector"].items() <= (
+        deployment["spec"]["template"]["metadata"]["labels"].items()
+    )
+    (container,) = pod["containers"]
+    (container_port,) = container["ports"]
+    assert port["targetPort"] == container_port["name"]
+    env = env_of(container)
+    assert env["PORT"]["value"] == str(container_port["containerPort"])
+    (mount,) = [
+        m for m in container["volumeMounts"] if m["mountPath"] == env["MXJOB_TLS_DIR"]["value"]
+    ]
+    (volume,) = [v for v in pod["volumes"] if v["name"] == mount["name"]]
+    assert {i["path"] for i in volume["secret"]["items"]} == {"tls.crt", "tls.key"}
+    for probe in ("livenessProbe", "readinessProbe"):
+        assert container[probe]["httpGet"]["scheme"] == "HTTPS", probe
+    assert pod["automountServiceAccountToken"] is False
+    keeper = certs_main.target_from_env()
+    assert volume["secret"]["secretName"] == keeper.secret
+    assert keeper.namespace == called["namespace"]
+    assert f"{called['name']}.{called['namespace']}.svc" in keeper.dns_names
+    assert keeper.crd == "mxjobs.kubeflow.org"
+
+
+@pytest.mark.parametrize("variant", INSTALL_OVERLAYS)
+def test_certificate_keeper_may_make_exactly_its_calls(variant: str) -> None:
+    """The keeper's rights: its Secret (create, get, update) and the CRD (get, patch)."""
+    objects = build(INSTALL_OVERLAYS[variant])
+    keeper = certs_main.target_from_env()
+    role = one(objects, "Role", "mxjob-certs")
+    assert role["metadata"]["namespace"] == keeper.namespace
+    assert role["rules"] == [
+        {"apiGroups": [""], "resources": ["secrets"], "verbs": ["create"]},
+        {
+            "apiGroups": [""],
+            "resources": ["secrets"],
+            "resourceNames": [keeper.secret],
+            "verbs": ["get", "update"],
+        },
+    ]
+    assert one(objects, "ClusterRole", "mxjob-certs")["rules"] == [
+        {
+            "apiGroups": ["apiextensions.k8s.io"],
+            "resources": ["customresourcedefinitions"],
+            "resourceNames": [keeper.crd],
+            "verbs": ["get", "patch"],
+        }
+    ]
+    deployment = one(objects, "Deployment", "mxjob-certs")["spec"]["template"]["spec"]
+    assert deployment["serviceAccountName"] == "mxjob-certs"
+    assert deployment["containers"][0]["command"] == ["python", "-m", "certs"]
+    for binding in ("RoleBinding", "ClusterRoleBinding"):
+        (subject,) = one(objects, binding, "mxjob-certs")["subjects"]
+        assert (subject["name"], subject["namespace"]) == ("mxjob-certs", keeper.namespace)
 
 
 @pytest.mark.parametrize("version", ["v1", *OLD_VERSIONS])

@@ -116,6 +116,12 @@ def _utcnow() -> datetime:
 
 
 def connect(kubeconfig: str | None = None) -> CustomObjects:
+    """The custom-objects API through `api_client(kubeconfig)`."""
+    api: CustomObjects = client.CustomObjectsApi(api_client(kubeconfig))
+    return api
+
+
+def api_client(kubeconfig: str | None = None) -> client.ApiClient:
     """A client from `kubeconfig` if given, else in-cluster config, else ~/.kube/config."""
     # `kubernetes.config` has no type annotations (`kubernetes.client` has).
     configuration = client.Configuration()
@@ -132,8 +138,7 @@ def connect(kubeconfig: str | None = None) -> CustomObjects:
             config.load_kube_config(  # type: ignore[no-untyped-call]
                 client_configuration=configuration
             )
-    api: CustomObjects = client.CustomObjectsApi(client.ApiClient(configuration))
-    return api
+    return client.ApiClient(configuration)
 
 
 def list_jobs(api: CustomObjects, namespace: str | None = None) -> Iterator[object]:

@@ -246,6 +246,9 @@ class NodeStack(Stack):
         _ip("-n", ns, "link", "set", "eth0", "up")
         _ip("-n", ns, "link", "set", "lo", "up")
         _ip("-n", ns, "route", "add", "default", "via", self.api_address)
+        # The API server reaches webhook pods (the CRD's conversion webhook) by their IP; the
+        # route goes with the veth when the namespace does.
+        _ip("route", "add", self.pod_subnet, "via", self.node_ip, "dev", self.host_link)
         # The pods' bridge exists before the first pod so that CoreDNS can bind its address.
         _ip("-n", ns, "link", "add", "mxjbr0", "type", "bridge")
         _ip("-n", ns, "addr", "add", f"{self.bridge_ip}/24", "dev", "mxjbr0")
@@ -327,6 +330,9 @@ class NodeStack(Stack):
             "--enable-admission-plugins=NodeRestriction",
             # The node's name does not resolve: reach kubelets by their InternalIP.
             "--kubelet-preferred-address-types=InternalIP,Hostname",
+            # Webhooks behind a Service are called at a ready pod's IP (routed to the node's
+            # namespace), not at the ClusterIP, which only the node's kube-proxy knows.
+            "--enable-aggregator-routing=true",
         ]
 
     def _start_apiserver(self) -> None:

@@ -1,0 +1,76 @@
+"""`python -m certs`: the certificate keeper's command line.
+
+    python -m certs [--interval SECONDS] [--once] [--kubeconfig PATH]
+
+Environment: CERTS_NAMESPACE (mxjob-system), CERTS_SECRET (mxjob-convert-tls), CERTS_SERVICE
+(mxjob-convert: the certificate is for `<service>.<namespace>.svc` and its `.cluster.local`
+form), CERTS_CRD (mxjobs.kubeflow.org), CERTS_INTERVAL_SECONDS (60), KUBECONFIG, LOG_LEVEL.
+`--once` runs one pass and exits 1 if it failed. SIGTERM and SIGINT end the loop.
+"""
+
+import argparse
+import os
+import signal
+import sys
+import threading
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from types import FrameType
+
+from certs import controller
+from ttl import jsonlog
+from ttl.controller import api_client
+
+
+def target_from_env() -> controller.Target:
+    namespace = os.environ.get("CERTS_NAMESPACE") or "mxjob-system"
+    service = os.environ.get("CERTS_SERVICE") or "mxjob-convert"
+    return controller.Target(
+        namespace=namespace,
+        secret=os.environ.get("CERTS_SECRET") or "mxjob-convert-tls",
+        dns_names=(f"{service}.{namespace}.svc", f"{service}.{namespace}.svc.cluster.local"),
+        crd=os.environ.get("CERTS_CRD") or "mxjobs.kubeflow.org",
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m certs",
+        description="Keep the conversion webhook's certificate and the CRD's caBundle.",
+    )
+    parser.add_argument(
+        "--interval",
+        type=float,
+        default=float(os.environ.get("CERTS_INTERVAL_SECONDS") or "60"),
+        help="seconds between two passes (env CERTS_INTERVAL_SECONDS, 60)",
+    )
+    parser.add_argument("--kubeconfig", default=os.environ.get("KUBECONFIG") or None)
+    parser.add_argument("--once", action="store_true", help="run one pass and exit")
+    args = parser.parse_args(argv)
+    try:
+        jsonlog.configure(os.environ.get("LOG_LEVEL") or "info")
+    except ValueError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    api, target = api_client(args.kubeconfig), target_from_env()
+    if args.once:
+        try:
+            for action in controller.run_once(api, target, datetime.now(UTC)):
+                controller.LOG.info(action, extra={"fields": {"action": "write"}})
+        except Exception:
+            controller.LOG.exception("pass failed", extra={"fields": {"action": "error"}})
+            return 1
+        return 0
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    controller.run(api, target, args.interval, stop)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

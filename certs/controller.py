@@ -1,0 +1,125 @@
+"""One pass of the certificate keeper: the Secret as `certs.authority` plans it, then the CRD's
+`caBundle` equal to the Secret's CA bundle.
+
+Polling, like the TTL loop: two GETs a pass, and a write only when something is due or drifted
+(a CRD re-applied from a file without `caBundle` keeps ours under both client- and server-side
+apply, but a `kubectl replace` would drop it). A Secret is written with its resourceVersion, so
+two keepers racing cannot both win; the loser sees the winner's Secret on its next pass.
+The keeper never adds a conversion webhook to a CRD that has none: the install says whether the
+old versions are served.
+"""
+
+import base64
+import logging
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from certs.authority import CA_CERT, plan
+
+LOG = logging.getLogger("certs")
+HTTP_NOT_FOUND = 404
+REQUEST_TIMEOUT_SECONDS = 30
+_BUNDLE_PATH = "/spec/conversion/webhook/clientConfig/caBundle"
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where the certificate goes: the Secret the webhook's pods mount, the names they are
+    called by, and the CRD whose conversion webhook they serve."""
+
+    namespace: str
+    secret: str
+    dns_names: Sequence[str]
+    crd: str
+
+
+def run_once(api: client.ApiClient, target: Target, now: datetime) -> list[str]:
+    """Bring the Secret and the CRD up to date; what was written, in words."""
+    core = client.CoreV1Api(api)
+    done = []
+    secret = _read_secret(core, target)
+    data = {k: base64.b64decode(v) for k, v in ((secret.data if secret else None) or {}).items()}
+    decided = plan(data or None, target.dns_names, now)
+    if decided.data is not None:
+        _write_secret(core, target, secret, decided.data)
+        data = decided.data
+        done.append(f"secret {target.namespace}/{target.secret}: {decided.reason}")
+    if _patch_bundle(client.ApiextensionsV1Api(api), target.crd, data[CA_CERT]):
+        done.append(f"crd {target.crd}: caBundle set")
+    return done
+
+
+def run(api: client.ApiClient, target: Target, interval: float, stop: threading.Event) -> None:
+    """Passes every `interval` seconds until `stop` is set; a failed pass is logged and retried."""
+    while not stop.is_set():
+        try:
+            for action in run_once(api, target, datetime.now(UTC)):
+                LOG.info(action, extra={"fields": {"action": "write"}})
+        except Exception:
+            LOG.exception("pass failed", extra={"fields": {"action": "error"}})
+        stop.wait(interval)
+
+
+def _read_secret(core: client.CoreV1Api, target: Target) -> client.V1Secret | None:
+    try:
+        secret: client.V1Secret = core.read_namespaced_secret(
+            target.secret, target.namespace, _request_timeout=REQUEST_TIMEOUT_SECONDS
+        )
+    except ApiException as exc:
+        if exc.status == HTTP_NOT_FOUND:
+            return None
+        raise
+    return secret
+
+
+def _write_secret(
+    core: client.CoreV1Api,
+    target: Target,
+    existing: client.V1Secret | None,
+    data: dict[str, bytes],
+) -> None:
+    body = client.V1Secret(
+        metadata=client.V1ObjectMeta(
+            name=target.secret,
+            namespace=target.namespace,
+            labels={"app.kubernetes.io/part-of": "mxjob", "app.kubernetes.io/component": "certs"},
+            resource_version=existing.metadata.resource_version
+            if existing and existing.metadata
+            else None,
+        ),
+        type="kubernetes.io/tls",
+        data={k: base64.b64encode(v).decode() for k, v in data.items()},
+    )
+    if existing is None:
+        core.create_namespaced_secret(
+            target.namespace, body, _request_timeout=REQUEST_TIMEOUT_SECONDS
+        )
+    else:
+        core.replace_namespaced_secret(
+            target.secret, target.namespace, body, _request_timeout=REQUEST_TIMEOUT_SECONDS
+        )
+
+
+def _patch_bundle(ext: client.ApiextensionsV1Api, crd: str, pem: bytes) -> bool:
+    """Set the CRD's conversion webhook `caBundle` to `pem` unless it is already; False also
+    when the CRD converts without a webhook."""
+    current = ext.read_custom_resource_definition(crd, _request_timeout=REQUEST_TIMEOUT_SECONDS)
+    conversion = current.spec.conversion
+    if conversion is None or conversion.webhook is None:
+        LOG.warning(
+            "the CRD has no conversion webhook: nothing to trust",
+            extra={"fields": {"action": "skip", "crd": crd}},
+        )
+        return False
+    wanted = base64.b64encode(pem).decode()
+    client_config = conversion.webhook.client_config
+    if client_config is not None and client_config.ca_bundle == wanted:
+        return False
+    patch = [{"op": "add", "path": _BUNDLE_PATH, "value": wanted}]
+    ext.patch_custom_resource_definition(crd, patch, _request_timeout=REQUEST_TIMEOUT_SECONDS)
+    return True
