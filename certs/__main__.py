@@ -4,7 +4,9 @@
 
 Environment: CERTS_NAMESPACE (mxjob-system), CERTS_SECRET (mxjob-convert-tls), CERTS_SERVICE
 (mxjob-convert: the certificate is for `<service>.<namespace>.svc` and its `.cluster.local`
-form), CERTS_CRD (mxjobs.kubeflow.org), CERTS_INTERVAL_SECONDS (60), KUBECONFIG, LOG_LEVEL.
+form), CERTS_DNS_NAMES (comma-separated names instead of the service's, for a webhook the API
+server calls by URL), CERTS_CRD (mxjobs.kubeflow.org), CERTS_INTERVAL_SECONDS (60),
+KUBECONFIG, LOG_LEVEL.
 `--once` runs one pass and exits 1 if it failed. SIGTERM and SIGINT end the loop.
 """
 
@@ -25,10 +27,12 @@ from ttl.controller import api_client
 def target_from_env() -> controller.Target:
     namespace = os.environ.get("CERTS_NAMESPACE") or "mxjob-system"
     service = os.environ.get("CERTS_SERVICE") or "mxjob-convert"
+    names = [n.strip() for n in (os.environ.get("CERTS_DNS_NAMES") or "").split(",") if n.strip()]
     return controller.Target(
         namespace=namespace,
         secret=os.environ.get("CERTS_SECRET") or "mxjob-convert-tls",
-        dns_names=(f"{service}.{namespace}.svc", f"{service}.{namespace}.svc.cluster.local"),
+        dns_names=tuple(names)
+        or (f"{service}.{namespace}.svc", f"{service}.{namespace}.svc.cluster.local"),
         crd=os.environ.get("CERTS_CRD") or "mxjobs.kubeflow.org",
     )
 

@@ -9,7 +9,7 @@ stash, and whether converting the answer back gives the object sent); review the
 the answers, before committing. `tests/test_fixtures.py` compares the hook's answer
 with the recorded one, whole; `tests/test_http.py` replays every case through `POST /convert`.
 
-The old objects are the historical ones (tests/old_examples/, each naming its source): the
+The old objects are the historical ones (examples/legacy/, each naming its source): the
 design proposal's job, kubeflow/mxnet-operator's v1alpha1 `examples/mx_job_dist.yaml`, its
 README's `kubectl get -o yaml` of a stored job (built here from the proposal's), and the
 v1alpha2 examples.
@@ -32,7 +32,7 @@ from tests.fixture_cases import Build, Case, Json, reason_of
 
 FIXTURES = Path(__file__).parent / "conversion_fixtures"
 #: The historical jobs, each file naming where it comes from.
-OLD_EXAMPLES = Path(__file__).parent / "old_examples"
+OLD_EXAMPLES = Path(__file__).parents[1] / "examples" / "legacy"
 REGENERATE = ".venv/bin/python -m tests.conversion_cases"
 V1ALPHA1 = "kubeflow.org/v1alpha1"
 V1ALPHA2 = "kubeflow.org/v1alpha2"
@@ -74,7 +74,7 @@ def stored(job: Json, uid: str = "e800b1ed-9c6c-11e8-962f-704d7b2c0a63") -> Json
 
 
 def old_example(name: str) -> Json:
-    """One of the historical jobs in tests/old_examples/."""
+    """One of the historical jobs in examples/legacy/."""
     job: Json = yaml.safe_load((OLD_EXAMPLES / name).read_text())
     return job
 

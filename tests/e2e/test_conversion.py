@@ -1,0 +1,179 @@
+"""The old API versions through the real API server: the CRD as the install variants build it
+(manifests/components/conversion), its webhook the hook's own app under gunicorn with TLS on
+127.0.0.1, its certificate and caBundle made by the real certificate keeper (`python -m certs`)
+through the API (docs/api.md#versions).
+
+The one change from the install: the CRD calls the webhook by URL (`https://localhost:<port>`),
+since this tier's API server has no pods to route to; the certificate is for `localhost`.
+"""
+
+import base64
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from certs.authority import CA_CERT, TLS_CERT, TLS_KEY
+from tests.conversion_cases import OLD_EXAMPLES
+from tests.e2e.conftest import NAMESPACE, REPO, Cluster, _free_port, wait_for
+from tools.cluster.stack import tcp_open
+
+CRD = "mxjobs.kubeflow.org"
+SECRET = "mxjob-convert-tls"
+APP = "hooks.app:create_app()"
+OLD_FILES = sorted(OLD_EXAMPLES.glob("*.yaml"))
+
+
+def keeper(cluster: Cluster) -> subprocess.CompletedProcess[str]:
+    """One pass of the certificate keeper against this tier's API server."""
+    env = {
+        **os.environ,
+        "KUBECONFIG": str(cluster.stack.kubeconfig),
+        "CERTS_NAMESPACE": NAMESPACE,
+        "CERTS_DNS_NAMES": "localhost",
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "certs", "--once"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+
+
+def installed_crd(cluster: Cluster, url: str) -> dict[str, Any]:
+    """The CRD of the standard install, its webhook called at `url`."""
+    built = cluster.kubectl("kustomize", str(REPO / "manifests" / "overlays" / "standard")).stdout
+    (crd,) = [d for d in yaml.safe_load_all(built) if d and d["kind"] == "CustomResourceDefinition"]
+    crd["spec"]["conversion"]["webhook"]["clientConfig"] = {"url": url}
+    return dict(crd)
+
+
+@pytest.fixture(scope="module")
+def webhook(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[str]]:
+    """The converting CRD and its TLS server; the keeper's two passes' log lines."""
+    port = _free_port()
+    crd = installed_crd(cluster, f"https://localhost:{port}/convert")
+    cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f", "-", stdin=json.dumps(crd))
+    server: subprocess.Popen[bytes] | None = None
+    try:
+        passes = [keeper(cluster).stderr, keeper(cluster).stderr]
+        secret = cluster.get("secret", SECRET)
+        assert secret is not None and secret["type"] == "kubernetes.io/tls"
+        tls = tmp_path_factory.mktemp("tls")
+        for key in (TLS_CERT, TLS_KEY):
+            (tls / key).write_bytes(base64.b64decode(secret["data"][key]))
+        env = {
+            **os.environ,
+            "HOST": "127.0.0.1",
+            "PORT": str(port),
+            "MXJOB_TLS_DIR": str(tls),
+            "WEB_CONCURRENCY": "1",
+        }
+        server = subprocess.Popen(
+            [sys.executable, "-m", "gunicorn", "--config=hooks/gunicorn_config.py", APP],
+            cwd=REPO,
+            env=env,
+        )
+        wait_for("the TLS webhook to accept", lambda: tcp_open("127.0.0.1", port), 30)
+        yield passes
+    finally:
+        cluster.kubectl("delete", "mxjob", "--all", "-n", NAMESPACE, "--wait=true", check=False)
+        if server is not None:
+            server.terminate()
+            server.wait(timeout=15)
+        # Back to the CRD of manifests/crd (v1 served alone, no webhook) for the other tests.
+        cluster.kubectl("replace", "-f", str(REPO / "manifests" / "crd" / f"{CRD}.yaml"))
+        cluster.kubectl("delete", "secret", SECRET, "-n", NAMESPACE, check=False)
+
+
+def test_the_keeper_writes_the_secret_and_the_bundle_once(
+    cluster: Cluster, webhook: list[str]
+) -> None:
+    first, second = webhook
+    assert "no readable CA yet: a new one" in first, first
+    assert f"crd {CRD}: caBundle set" in first, first
+    assert second.strip() == "", second  # nothing due, nothing drifted: no write
+    crd = cluster.stack.kubectl("get", "crd", CRD, "-o", "json").stdout
+    bundle = json.loads(crd)["spec"]["conversion"]["webhook"]["clientConfig"]["caBundle"]
+    secret = cluster.get("secret", SECRET)
+    assert secret is not None
+    assert bundle == secret["data"][CA_CERT]
+
+
+def subset_problems(wrote: Any, read: Any, path: str = "") -> list[str]:
+    """Where `read` differs from what the user `wrote` (fields the server added are fine)."""
+    if isinstance(wrote, dict) and isinstance(read, dict):
+        return [p for k, v in wrote.items() for p in subset_problems(v, read.get(k), f"{path}.{k}")]
+    if isinstance(wrote, list) and isinstance(read, list) and len(wrote) == len(read):
+        return [
+            p
+            for i, pair in enumerate(zip(wrote, read, strict=True))
+            for p in subset_problems(*pair, f"{path}[{i}]")
+        ]
+    return [] if wrote == read else [f"{path}: wrote {wrote!r}, read {read!r}"]
+
+
+@pytest.mark.parametrize("path", OLD_FILES, ids=[p.stem for p in OLD_FILES])
+def test_a_historical_file_applies_at_its_version_and_reads_back_as_written(
+    cluster: Cluster, webhook: list[str], path: Path
+) -> None:
+    """`kubectl apply -f` at v1alpha1 or v1alpha2; read at that version it is what the file
+    says; read at v1 it is what the hook's core converts it to; Metacontroller syncs it at v1."""
+    wrote = yaml.safe_load(path.read_text())
+    version = wrote["apiVersion"].split("/")[1]
+    name = wrote["metadata"]["name"]
+    applied = cluster.apply(wrote)
+    assert "deprecated" in applied.stderr, applied.stderr  # the CRD's deprecationWarning
+    at_old = json.loads(
+        cluster.kubectl(
+            "get", f"mxjobs.{version}.kubeflow.org", name, "-n", NAMESPACE, "-o", "json"
+        ).stdout
+    )
+    assert at_old["apiVersion"] == wrote["apiVersion"]
+    assert subset_problems(wrote["spec"], at_old["spec"]) == []
+    listed = cluster.kubectl("get", f"mxjobs.{version}.kubeflow.org", "-n", NAMESPACE).stdout
+    assert name in listed, listed
+    at_v1 = json.loads(
+        cluster.kubectl("get", "mxjobs.v1.kubeflow.org", name, "-n", NAMESPACE, "-o", "json").stdout
+    )
+    assert at_v1["apiVersion"] == "kubeflow.org/v1"
+    assert "mxReplicaSpecs" in at_v1["spec"]
+    # Metacontroller (a v1 client) syncs it: the hook reads it and writes a status.
+    wait_for(f"{name} synced at v1", lambda: cluster.status(name).get("conditions"), 60)
+    cluster.delete("mxjob", name)
+    cluster.wait_gone("mxjob", name)
+
+
+def test_an_object_the_webhook_refuses_is_refused_by_the_api_server_naming_the_field(
+    cluster: Cluster, webhook: list[str]
+) -> None:
+    """An old object that cannot become v1: the API server answers with the hook's words."""
+    job = {
+        "apiVersion": "kubeflow.org/v1alpha2",
+        "kind": "MXJob",
+        "metadata": {"name": "unknown-type", "namespace": NAMESPACE},
+        "spec": {
+            "mxReplicaSpecs": {
+                "Chief": {
+                    "replicas": 1,
+                    "template": {
+                        "spec": {"containers": [{"name": "mxnet", "image": "mxjob/mxnet"}]}
+                    },
+                },
+            }
+        },
+    }
+    refused = cluster.apply(job, check=False)
+    assert refused.returncode != 0
+    print(f"\nconversion refused by the API server: {refused.stderr.strip()}")
+    assert "mxReplicaSpecs" in refused.stderr, refused.stderr
+    assert cluster.get("mxjob", "unknown-type") is None
