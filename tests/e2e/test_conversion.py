@@ -153,27 +153,19 @@ def test_a_historical_file_applies_at_its_version_and_reads_back_as_written(
     cluster.wait_gone("mxjob", name)
 
 
-def test_an_object_the_webhook_refuses_is_refused_by_the_api_server_naming_the_field(
+def test_an_old_object_v1_cannot_hold_is_refused_at_its_version_naming_the_field(
     cluster: Cluster, webhook: list[str]
 ) -> None:
-    """An old object that cannot become v1: the API server answers with the hook's words."""
-    job = {
-        "apiVersion": "kubeflow.org/v1alpha2",
-        "kind": "MXJob",
-        "metadata": {"name": "unknown-type", "namespace": NAMESPACE},
-        "spec": {
-            "mxReplicaSpecs": {
-                "Chief": {
-                    "replicas": 1,
-                    "template": {
-                        "spec": {"containers": [{"name": "mxnet", "image": "mxjob/mxnet"}]}
-                    },
-                },
-            }
-        },
-    }
+    """An entry without mxReplicaType beside a WORKER (both are WORKER: v1 holds one spec per
+    type). The API server checks the v1alpha1 rules before it converts, so the user reads the
+    CRD's message for the field; the webhook would refuse the same object (conversion fixture
+    refused-empty-type-beside-worker), but is never asked."""
+    job = yaml.safe_load((OLD_EXAMPLES / "v1alpha1_proposal.yaml").read_text())
+    del job["spec"]["replicaSpecs"][1]["mxReplicaType"]
+    job["spec"]["replicaSpecs"][1]["replicas"] = 1
+    job["spec"]["replicaSpecs"][2]["mxReplicaType"] = "WORKER"
     refused = cluster.apply(job, check=False)
     assert refused.returncode != 0
-    print(f"\nconversion refused by the API server: {refused.stderr.strip()}")
-    assert "mxReplicaSpecs" in refused.stderr, refused.stderr
-    assert cluster.get("mxjob", "unknown-type") is None
+    print(f"\nv1alpha1 job v1 cannot hold, refused: {refused.stderr.strip()}")
+    assert "spec.replicaSpecs" in refused.stderr, refused.stderr
+    assert cluster.get("mxjob", job["metadata"]["name"]) is None
