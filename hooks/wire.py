@@ -1,4 +1,4 @@
-"""Bytes to `SyncRequest` and back, fast: decode only what the core reads (issue 12).
+"""Bytes to `SyncRequest` and back, fast: decode only what the core reads.
 
 Metacontroller sends every child in full: managedFields, volumes, tolerations, the kubelet's
 status of every container. The core reads a dozen fields of each. `decode` reads the request

@@ -2,7 +2,7 @@
 changed something): a bad MXJob is Failed with MXJobInvalidSpec naming the field, a request
 the hook cannot answer is a 422 naming the part, and nothing observed is dropped.
 
-Requests go through the Flask app with TESTING on (tests/fuzzing.py), so a bug raises here.
+Requests go through the Flask app with TESTING on (testsupport/fuzzing.py), so a bug raises here.
 """
 
 import json

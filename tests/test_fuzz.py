@@ -2,9 +2,9 @@
 
 Whatever arrives, the hook never answers 500 and never raises: malformed JSON is a 400, a wrong
 content type a 415, a body that is not a sync request a 422, and anything shaped like a sync
-request a 200 whose body has exactly the keys of docs/http.md (the checks of tests/fuzzing.py, which
-`make fuzz` runs on 100,000 requests through gunicorn). Inputs: random JSON values, truncated
-JSON, content types, huge numbers, deep nesting, recorded requests with a value replaced at any
+request a 200 whose body has exactly the keys of docs/http.md (the checks of
+testsupport/fuzzing.py, which `make fuzz` runs on 100,000 requests through gunicorn). Inputs:
+random JSON values, truncated JSON, content types, huge numbers, deep nesting, recorded requests with a value replaced at any
 depth, random MXJob specs (valid and invalid) and random observed children with garbage fields.
 
 The app runs with TESTING on, so a bug surfaces as the exception itself and hypothesis shrinks
@@ -74,7 +74,7 @@ def send(
     kind: str, data: bytes, path: str = "/sync", content_type: str | None = JSON
 ) -> tuple[int, Any]:
     """POST through the test client; the answer must pass the campaign's checks
-    (tests/fuzzing.py: no 5xx, the error shape, the response shape, child names, running pods
+    (testsupport/fuzzing.py: no 5xx, the error shape, the response shape, child names, running pods
     kept by an invalid spec). A bug raises here (TESTING), so hypothesis shrinks the input."""
     TRIED[kind] += 1
     answer = CLIENT.post(path, data=data, content_type=content_type)

@@ -3,7 +3,7 @@
 `mxjob()` is the smallest MXJob a test needs; `request()` wraps a parent and its observed
 children the way Metacontroller does (v1 keys children by name, v2 by `namespace/name`);
 `run()` answers it with the pure core. Observed children in cluster states are built in
-tests/builders.py; the benchmark's realistic ones in bench/requests.py.
+tests/builders.py; the benchmark's realistic ones in testsupport/requests.py.
 """
 
 import copy

@@ -1,4 +1,4 @@
-"""What the API server itself refuses (CRD schema and CEL rules, issue 3) and what only the hook
+"""What the API server itself refuses (CRD schema and CEL rules) and what only the hook
 can catch: an object that slips past the schema gets MXJobInvalidSpec and no pods."""
 
 import re

@@ -1,4 +1,4 @@
-"""Measure ps-lite heartbeat settings with real MXNet processes (docs/environment.md, issue 10).
+"""Measure ps-lite heartbeat settings with real MXNet processes (docs/environment.md).
 
 Runs 1 Scheduler, 1 Server and 2 Workers on 127.0.0.1 with the DMLC_* variables the hook
 injects, a `dist_sync` kvstore that pushes and pulls one key for `--rounds` rounds and checks the
