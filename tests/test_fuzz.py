@@ -4,8 +4,9 @@ Whatever arrives, the hook never answers 500 and never raises: malformed JSON is
 content type a 415, a body that is not a sync request a 422, and anything shaped like a sync
 request a 200 whose body has exactly the keys of docs/http.md (the checks of
 testsupport/fuzzing.py, which `make fuzz` runs on 100,000 requests through gunicorn). Inputs:
-random JSON values, truncated JSON, content types, huge numbers, deep nesting, recorded requests with a value replaced at any
-depth, random MXJob specs (valid and invalid) and random observed children with garbage fields.
+random JSON values, truncated JSON, content types, huge numbers, deep nesting, recorded
+requests with a value replaced at any depth, random MXJob specs (valid and invalid) and random
+observed children with garbage fields.
 
 The app runs with TESTING on, so a bug surfaces as the exception itself and hypothesis shrinks
 the input. How many inputs were tried is printed in pytest's terminal summary and kept in
