@@ -12,15 +12,12 @@ KUBECONFIG, LOG_LEVEL.
 
 import argparse
 import os
-import signal
 import sys
-import threading
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from types import FrameType
 
 from certs import controller
-from ttl import jsonlog
+from ttl import jsonlog, runtime
 from ttl.controller import api_client
 
 
@@ -42,12 +39,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         prog="python -m certs",
         description="Keep the conversion webhook's certificate and the CRD's caBundle.",
     )
-    parser.add_argument(
-        "--interval",
-        type=float,
-        default=float(os.environ.get("CERTS_INTERVAL_SECONDS") or "60"),
-        help="seconds between two passes (env CERTS_INTERVAL_SECONDS, 60)",
-    )
+    runtime.add_interval(parser, "CERTS_INTERVAL_SECONDS", "60", "time between two passes")
     parser.add_argument("--kubeconfig", default=os.environ.get("KUBECONFIG") or None)
     parser.add_argument("--once", action="store_true", help="run one pass and exit")
     args = parser.parse_args(argv)
@@ -65,14 +57,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             controller.LOG.exception("pass failed", extra={"fields": {"action": "error"}})
             return 1
         return 0
-    stop = threading.Event()
-
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        stop.set()
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
-    controller.run(api, target, args.interval, stop)
+    controller.run(api, target, args.interval, runtime.stop_on_signals())
     return 0
 
 

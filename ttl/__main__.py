@@ -10,21 +10,11 @@ SIGTERM and SIGINT end the loop after the current pass, with exit code 0.
 
 import argparse
 import os
-import signal
 import sys
-import threading
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from types import FrameType
 
-from ttl import controller, jsonlog
-
-
-def _positive(text: str) -> float:
-    value = float(text)
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, not {text}")
-    return value
+from ttl import controller, jsonlog, runtime
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -33,12 +23,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         prog="python -m ttl",
         description="Delete finished MXJobs once spec.runPolicy.ttlSecondsAfterFinished passed.",
     )
-    parser.add_argument(
-        "--interval",
-        type=_positive,
-        default=_positive(os.environ.get("TTL_INTERVAL_SECONDS") or "30"),
-        help="longest wait between two passes, in seconds (env TTL_INTERVAL_SECONDS, 30)",
-    )
+    runtime.add_interval(parser, "TTL_INTERVAL_SECONDS", "30", "longest wait between two passes")
     parser.add_argument(
         "--namespace",
         default=os.environ.get("TTL_NAMESPACE") or None,
@@ -69,14 +54,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             controller.LOG.exception("pass failed", extra={"fields": {"action": "error"}})
             return 1
         return 1 if sweep.errors else 0
-    stop = threading.Event()
-
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        stop.set()
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
-    controller.run(api, args.interval, stop, args.namespace)
+    controller.run(api, args.interval, runtime.stop_on_signals(), args.namespace)
     return 0
 
 
