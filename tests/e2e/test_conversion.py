@@ -175,3 +175,25 @@ def test_an_old_object_v1_cannot_hold_is_refused_at_its_version_naming_the_field
     print(f"\nv1alpha1 job v1 cannot hold, refused: {refused.stderr.strip()}")
     assert "spec.replicaSpecs" in refused.stderr, refused.stderr
     assert cluster.get("mxjob", job["metadata"]["name"]) is None
+
+
+def test_a_bundle_taken_away_is_set_again_from_the_same_secret(
+    cluster: Cluster, webhook: list[list[str]]
+) -> None:
+    """What a `kubectl replace` of the CRD from its file does: the next pass repairs it, with
+    the Secret it has (the serving pods keep their certificate)."""
+    secret = cluster.get("secret", SECRET)
+    assert secret is not None
+    path = "/spec/conversion/webhook/clientConfig/caBundle"
+    cluster.kubectl(
+        "patch", "crd", CRD, "--type=json", f'-p=[{{"op": "remove", "path": "{path}"}}]'
+    )
+    assert keeper(cluster) == [f"crd {CRD}: caBundle set"]
+    crd = json.loads(cluster.kubectl("get", "crd", CRD, "-o", "json").stdout)
+    assert (
+        crd["spec"]["conversion"]["webhook"]["clientConfig"]["caBundle"]
+        == (secret["data"][CA_CERT])
+    )
+    after = cluster.get("secret", SECRET)
+    assert after is not None
+    assert after["metadata"]["resourceVersion"] == secret["metadata"]["resourceVersion"]
