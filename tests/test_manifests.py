@@ -466,6 +466,18 @@ def test_hook_env_matches_gunicorn_config() -> None:
     assert int(env["MXJOB_MAX_BODY_BYTES"]["value"]) > 0
 
 
+@pytest.mark.parametrize("name", ["mxjob-hook", "mxjob-convert"])
+def test_a_deleted_server_pod_serves_until_the_service_forgets_it(name: str) -> None:
+    """preStop sleeps while kube-proxy drops the pod; then gunicorn's graceful stop; both fit in
+    the grace period, so no request in flight is cut by SIGKILL."""
+    pod = one(build(INSTALL_OVERLAYS["standard"]), "Deployment", name)["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    pause = container["lifecycle"]["preStop"]["sleep"]["seconds"]
+    gunicorn = importlib.import_module("hooks.gunicorn_config")
+    assert pause >= 3
+    assert pause + gunicorn.graceful_timeout < pod["terminationGracePeriodSeconds"]
+
+
 def test_gunicorn_and_metric_files_go_to_a_memory_volume() -> None:
     """The root filesystem is read-only: whatever the hook writes lands on the tmpfs volume."""
     pod, container = hook_container()
