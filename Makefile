@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PORT ?= 8080
 
-.PHONY: help run test lint venv lock clean
+.PHONY: help run test lint venv lock image clean
 
 # A bare `make` creates .venv (and nothing else), as it always has.
 .DEFAULT_GOAL := venv
@@ -56,6 +56,25 @@ lock: $(STAMP)
 	$(BIN)/uv pip compile $(LOCK_FLAGS) $(LOCK_ARGS) requirements.in -o requirements.txt
 	$(BIN)/uv pip compile $(LOCK_FLAGS) $(LOCK_ARGS) requirements-dev.in -c requirements.txt \
 		-o requirements-dev.txt
+
+# The version lives in pyproject.toml; the manifests name the same tag (a test checks it).
+VERSION := $(shell sed -n 's/^version = "\(.*\)"$$/\1/p' pyproject.toml)
+IMAGE ?= mxjob:$(VERSION)
+IMAGE_ARGS ?=
+
+## image: build the hook image $$(IMAGE) (default mxjob:<version>) from the Dockerfile with
+## docker (if its daemon answers), podman or buildah; ENGINE= picks one, IMAGE_ARGS= adds flags
+image:
+	@engine="$(ENGINE)"; \
+	for e in docker podman buildah; do \
+		[ -z "$$engine" ] || break; \
+		command -v $$e >/dev/null 2>&1 || continue; \
+		[ $$e != docker ] || docker info >/dev/null 2>&1 || continue; \
+		engine=$$e; \
+	done; \
+	[ -n "$$engine" ] || { echo "make image: no docker daemon, podman or buildah; install one or set ENGINE" >&2; exit 1; }; \
+	echo "building $(IMAGE) with $$engine from the Dockerfile (the hook, the TTL component, the certificate keeper)"; \
+	set -x; $$engine build $(IMAGE_ARGS) -t $(IMAGE) .
 
 ## clean: remove .venv and the tool caches
 clean:

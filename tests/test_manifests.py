@@ -12,6 +12,8 @@ Acceptance by a real kube-apiserver (CEL cost limits included) is the end-to-end
 
 import importlib
 import re
+import subprocess
+import tomllib
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -172,8 +174,17 @@ def test_hook_and_ttl_controller_share_one_image(variant: str) -> None:
         if obj["kind"] == "Deployment"
         for container in obj["spec"]["template"]["spec"]["containers"]
     }
-    assert len(images) == 1
-    assert images.pop().startswith("mxjob:")
+    # The tag is the package's version (pyproject.toml), which `make image` builds by default.
+    version = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"]
+    assert images == {f"mxjob:{version}"}
+    made = subprocess.run(
+        ["make", "-s", "-n", "image", "ENGINE=podman"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert f"-t mxjob:{version} ." in made.stdout, made.stdout
 
 
 # --- the CRD -----------------------------------------------------------------------------------
