@@ -1,5 +1,5 @@
-# The hook image (and the TTL controller's: manifests/components/ttl-controller runs `python -m ttl`
-# from it). Build: docker build -t mxjob:0.1.0 .
+# The hook image, and that of the components that run from it with another command (`python -m
+# ttl`, `python -m certs`, `python -m events`). Build: make image (docker, podman or buildah).
 #
 # Pinned base: a Python 3.11 patch release on Debian 13 slim. For reproducible releases pin the
 # digest too (FROM python:3.11.14-slim-trixie@sha256:…), e.g. with Renovate.
@@ -24,8 +24,9 @@ WORKDIR /app
 COPY hooks/ hooks/
 COPY ttl/ ttl/
 COPY certs/ certs/
+COPY events/ events/
 # Bytecode is compiled now: at run time the root filesystem is read-only.
-RUN python -m compileall -q /opt/venv/lib hooks ttl certs
+RUN python -m compileall -q /opt/venv/lib hooks ttl certs events
 ENV PATH=/opt/venv/bin:$PATH \
     PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \

@@ -16,9 +16,10 @@ import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
+from kubernetes import client
+
 from certs import controller
-from ttl import jsonlog, runtime
-from ttl.controller import api_client
+from ttl import runtime
 
 
 def target_from_env() -> controller.Target:
@@ -36,29 +37,22 @@ def target_from_env() -> controller.Target:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m certs",
+        prog="certs",
         description="Keep the conversion webhook's certificate and the CRD's caBundle.",
     )
-    runtime.add_interval(parser, "CERTS_INTERVAL_SECONDS", "60", "time between two passes")
-    parser.add_argument("--kubeconfig", default=os.environ.get("KUBECONFIG") or None)
-    parser.add_argument("--once", action="store_true", help="run one pass and exit")
-    args = parser.parse_args(argv)
-    try:
-        jsonlog.configure(os.environ.get("LOG_LEVEL") or "info")
-    except ValueError as exc:
-        print(exc, file=sys.stderr)
-        return 2
-    api, target = api_client(args.kubeconfig), target_from_env()
-    if args.once:
-        try:
-            for action in controller.run_once(api, target, datetime.now(UTC)):
-                controller.LOG.info(action, extra={"fields": {"action": "write"}})
-        except Exception:
-            controller.LOG.exception("pass failed", extra={"fields": {"action": "error"}})
-            return 1
-        return 0
-    controller.run(api, target, args.interval, runtime.stop_on_signals())
-    return 0
+    target = target_from_env()
+
+    def once(api: client.ApiClient) -> None:
+        for action in controller.run_once(api, target, datetime.now(UTC)):
+            controller.LOG.info(action, extra={"fields": {"action": "write"}})
+
+    return runtime.main(
+        argv,
+        parser,
+        ("CERTS_INTERVAL_SECONDS", "60"),
+        once,
+        lambda api, interval, stop: controller.run(api, target, interval, stop),
+    )
 
 
 if __name__ == "__main__":

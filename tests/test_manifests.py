@@ -187,6 +187,20 @@ def test_hook_and_ttl_controller_share_one_image(variant: str) -> None:
     assert f"-t mxjob:{version} ." in made.stdout, made.stdout
 
 
+@pytest.mark.parametrize("variant", INSTALL_OVERLAYS)
+def test_events_component_may_watch_jobs_and_create_events_only(variant: str) -> None:
+    objects = build(INSTALL_OVERLAYS[variant])
+    assert one(objects, "ClusterRole", "mxjob-events")["rules"] == [
+        {"apiGroups": ["kubeflow.org"], "resources": ["mxjobs"], "verbs": ["list", "watch"]},
+        {"apiGroups": [""], "resources": ["events"], "verbs": ["create"]},
+    ]
+    pod = one(objects, "Deployment", "mxjob-events")["spec"]["template"]["spec"]
+    assert pod["serviceAccountName"] == "mxjob-events"
+    assert pod["containers"][0]["command"] == ["python", "-m", "events"]
+    (subject,) = one(objects, "ClusterRoleBinding", "mxjob-events")["subjects"]
+    assert (subject["name"], subject["namespace"]) == ("mxjob-events", HOOK_NAMESPACE)
+
+
 # --- the CRD -----------------------------------------------------------------------------------
 
 
@@ -731,7 +745,7 @@ def test_dockerignore_keeps_the_context_small() -> None:
     # Exactly what the Dockerfile copies from the context (a COPY of anything else fails).
     copied = re.findall(r"^COPY (?!--from)(\S+) ", (REPO / "Dockerfile").read_text(), re.M)
     assert allowed == {source.rstrip("/") for source in copied}
-    assert allowed == {"requirements.txt", "hooks", "ttl", "certs"}
+    assert allowed == {"requirements.txt", "hooks", "ttl", "certs", "events"}
 
 
 def test_crd_file_is_in_the_crd_kustomization() -> None:

@@ -1,11 +1,20 @@
 """What the project's API-calling components share at run time (`python -m ttl`,
-`python -m certs`): the pass interval option and a stop on SIGTERM or SIGINT."""
+`python -m certs`, `python -m events`): the pass interval option, a stop on SIGTERM or SIGINT,
+and the command line of a loop of passes."""
 
 import argparse
+import logging
 import os
 import signal
+import sys
 import threading
+from collections.abc import Callable, Sequence
 from types import FrameType
+
+from kubernetes import client
+
+from ttl import jsonlog
+from ttl.controller import api_client
 
 
 def _positive(text: str) -> float:
@@ -35,3 +44,36 @@ def stop_on_signals() -> threading.Event:
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     return stop
+
+
+def main(
+    argv: Sequence[str] | None,
+    parser: argparse.ArgumentParser,
+    interval: tuple[str, str],
+    once: Callable[[client.ApiClient], None],
+    loop: Callable[[client.ApiClient, float, threading.Event], None],
+) -> int:
+    """A component's command line: `--interval` (from the environment variable and default in
+    `interval`), `--kubeconfig`, `--once` (one pass, exit 1 if it raised); the loop otherwise,
+    until SIGTERM or SIGINT. JSON logs at LOG_LEVEL."""
+    add_interval(parser, *interval, "time between two passes")
+    parser.add_argument("--kubeconfig", default=os.environ.get("KUBECONFIG") or None)
+    parser.add_argument("--once", action="store_true", help="run one pass and exit")
+    args = parser.parse_args(argv)
+    try:
+        jsonlog.configure(os.environ.get("LOG_LEVEL") or "info")
+    except ValueError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    api = api_client(args.kubeconfig)
+    if args.once:
+        try:
+            once(api)
+        except Exception:
+            logging.getLogger(parser.prog).exception(
+                "pass failed", extra={"fields": {"action": "error"}}
+            )
+            return 1
+        return 0
+    loop(api, args.interval, stop_on_signals())
+    return 0

@@ -158,11 +158,16 @@ class Node(Cluster):
 
         wait_for("a new Metacontroller pod Ready", ready, 120)
 
-    def hook_pods(self) -> list[str]:
-        """Names of the hook's pods that are not being deleted."""
+    def hook_pods(self, *, terminating: bool = False) -> list[str]:
+        """Names of the hook's pods that are not being deleted (with `terminating`, also those
+        that are: they serve through their preStop pause while no other pod is ready)."""
         proc = self.kubectl("get", "pods", "-n", HOOK_NAMESPACE, "-l", HOOK_SELECTOR, "-o", "json")
         items = json.loads(proc.stdout)["items"]
-        return [p["metadata"]["name"] for p in items if "deletionTimestamp" not in p["metadata"]]
+        return [
+            p["metadata"]["name"]
+            for p in items
+            if terminating or "deletionTimestamp" not in p["metadata"]
+        ]
 
     def scale_hook(self, replicas: int) -> None:
         self.kubectl(

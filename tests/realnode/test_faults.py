@@ -88,7 +88,7 @@ def test_hook_unavailable_then_back_loses_nothing(hook_restored: Node) -> None:
 
     def outage(pids: dict[str, int]) -> str:
         cluster.scale_hook(0)
-        wait_for("no hook pod", lambda: not cluster.hook_pods(), 60)
+        wait_for("no hook pod at all", lambda: not cluster.hook_pods(terminating=True), 60)
         down = time.monotonic()
         cluster.finish(pids["outage-worker-0"])  # a child changes: Metacontroller must sync
         errors = wait_for("a SyncError event", lambda: sync_errors(cluster, "outage"), 90)
