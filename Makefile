@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PORT ?= 8080
 
-.PHONY: help run test lint venv lock image clean
+.PHONY: help run check test lint venv lock image clean
 
 # A bare `make` creates .venv (and nothing else), as it always has.
 .DEFAULT_GOAL := venv
@@ -40,6 +40,11 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 	$(BIN)/lint-imports
+
+## check: the quick loop: lint and every test that needs no cluster, properties on fewer examples
+check: lint
+	HYPOTHESIS_PROFILE=quick $(BIN)/pytest -q --ignore=tests/e2e --ignore=tests/realnode \
+		--deselect=tests/test_rejoin.py
 
 ## test: every test tier (lint, unit/fixture/property/HTTP, manifests, both end-to-end tiers)
 test: lint

@@ -18,6 +18,8 @@ from testsupport.jobs import NOW
 # No per-example deadline: a loaded CI machine makes timing a flake, not a finding. Choose
 # another registered profile with HYPOTHESIS_PROFILE.
 settings.register_profile("mxjob", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# `make check`: the same properties on fewer examples, for a quick loop while editing.
+settings.register_profile("quick", parent=settings.get_profile("mxjob"), max_examples=20)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "mxjob"))
 
 
