@@ -9,6 +9,7 @@ import json
 import os
 import socket
 import subprocess
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -125,6 +126,46 @@ class Cluster:
 
     def delete(self, kind: str, name: str) -> None:
         self.kubectl("delete", kind, name, "-n", NAMESPACE, "--ignore-not-found", "--wait=false")
+
+
+class Watch:
+    """Every version of one existing object the API server sends on a watch, from now until
+    `stop()`: a state that lasts one status write, or a pod gone a moment after its last update,
+    is still seen."""
+
+    def __init__(self, cluster: Cluster, kind: str, name: str) -> None:
+        stack = cluster.stack
+        self.seen: list[dict[str, Any]] = []
+        kubectl = [str(stack.bin("kubectl")), "--kubeconfig", str(stack.kubeconfig)]
+        self._proc = subprocess.Popen(
+            [*kubectl, "get", kind, name, "-n", NAMESPACE, "--watch", "-o", "json"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+        self._thread = threading.Thread(target=self._read, daemon=True)
+        self._thread.start()
+
+    def _read(self) -> None:
+        assert self._proc.stdout is not None
+        decoder, text = json.JSONDecoder(), ""
+        for line in self._proc.stdout:
+            text += line
+            try:
+                obj, end = decoder.raw_decode(text.lstrip())
+            except ValueError:
+                continue
+            self.seen.append(obj)
+            text = text.lstrip()[end:]
+
+    def stop(self) -> list[dict[str, Any]]:
+        """Stop watching; every version seen, oldest first."""
+        self._proc.terminate()
+        self._proc.wait(timeout=10)
+        self._thread.join(timeout=10)
+        if self._proc.stdout is not None:
+            self._proc.stdout.close()
+        return self.seen
 
 
 def wait_for(what: str, probe: Callable[[], T | None], timeout: float = 60.0) -> T:

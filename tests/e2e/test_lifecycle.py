@@ -13,7 +13,7 @@ import yaml
 from hooks.core.request import parse_request
 from hooks.core.sync import sync
 from tests.builders import NOW, mxjob, replica, request
-from tests.e2e.conftest import REPO, Cluster, wait_for
+from tests.e2e.conftest import REPO, Cluster, Watch, wait_for
 from testsupport.kubelet_env import resolve
 
 EXAMPLES = sorted((REPO / "examples").glob("*.yaml"))
@@ -170,9 +170,9 @@ def test_server_killed_restarts_the_whole_job_once(cluster: Cluster) -> None:
     }
     cluster.apply(job("e2e-whole", replicas, backoffLimit=2))
     cluster.wait_condition("e2e-whole", "Running")
+    # Restarting may last one status write on fake nodes (run 1 runs at once): watch for it.
+    watch = Watch(cluster, "mxjob", "e2e-whole")
     cluster.stack.terminate_pod("default", "e2e-whole-server-0", 137)
-    _, _, message = cluster.wait_condition("e2e-whole", "Restarting")
-    assert "Server replica 0" in message and "restarting the whole job" in message
     run1 = {
         "e2e-whole-scheduler-0-r1",
         "e2e-whole-server-0-r1",
@@ -181,6 +181,14 @@ def test_server_killed_restarts_the_whole_job_once(cluster: Cluster) -> None:
     }
     wait_for("run 1 alone", lambda: set(cluster.pods("e2e-whole")) == run1, 120)
     cluster.wait_condition("e2e-whole", "Running", 120)
+    restarting = [
+        c["message"]
+        for version in watch.stop()
+        for c in version.get("status", {}).get("conditions", [])[-1:]
+        if c["type"] == "Restarting"
+    ]
+    assert restarting, "the job never showed Restarting"
+    assert "Server replica 0" in restarting[0] and "restarting the whole job" in restarting[0]
     status = cluster.status("e2e-whole")
     assert status["replicaStatuses"]["Server"]["restarts"] == 1
     assert sum(r["restarts"] for r in status["replicaStatuses"].values()) == 1

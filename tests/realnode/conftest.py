@@ -175,57 +175,6 @@ class Node(Cluster):
         )
 
 
-class PodWatch:
-    """Every version of one existing pod the API server sends on a watch, from now until
-    `stop()`: a pod that is gone a moment after its last status update is still seen in that
-    state."""
-
-    def __init__(self, cluster: Node, pod: str) -> None:
-        stack = cluster.stack
-        self.seen: list[dict[str, Any]] = []
-        self._proc = subprocess.Popen(
-            [
-                str(stack.bin("kubectl")),
-                "--kubeconfig",
-                str(stack.kubeconfig),
-                "get",
-                "pod",
-                pod,
-                "-n",
-                NAMESPACE,
-                "--watch",
-                "-o",
-                "json",
-            ],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            text=True,
-        )
-        self._thread = threading.Thread(target=self._read, daemon=True)
-        self._thread.start()
-
-    def _read(self) -> None:
-        assert self._proc.stdout is not None
-        decoder, text = json.JSONDecoder(), ""
-        for line in self._proc.stdout:
-            text += line
-            try:
-                obj, end = decoder.raw_decode(text.lstrip())
-            except ValueError:
-                continue
-            self.seen.append(obj)
-            text = text.lstrip()[end:]
-
-    def stop(self) -> list[dict[str, Any]]:
-        """Stop watching; every version seen, oldest first."""
-        self._proc.terminate()
-        self._proc.wait(timeout=10)
-        self._thread.join(timeout=10)
-        if self._proc.stdout is not None:
-            self._proc.stdout.close()
-        return self.seen
-
-
 #: The hook's namespace and pod labels (manifests/hook), and its replicas as installed.
 HOOK_NAMESPACE = "mxjob-system"
 HOOK_SELECTOR = "app.kubernetes.io/name=mxjob-hook"

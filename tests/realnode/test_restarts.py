@@ -8,8 +8,8 @@ import time
 from datetime import datetime, timedelta
 from typing import Any
 
-from tests.e2e.conftest import NAMESPACE, wait_for
-from tests.realnode.conftest import Node, PodWatch, mxjob, replica
+from tests.e2e.conftest import NAMESPACE, Watch, wait_for
+from tests.realnode.conftest import Node, mxjob, replica
 
 ROUNDS = {"ROUNDS": "30", "ROUND_SECONDS": "0.5"}
 
@@ -104,7 +104,7 @@ def test_deleted_worker_rejoins_after_ps_lite_declared_it_dead(cluster: Node) ->
     cluster.apply(exit_code_job(cluster, "lazarus"))
     cluster.wait_log("lazarus-worker-1", "round 5 ok", timeout=180)
     old_uid = (cluster.get("pod", "lazarus-worker-1") or {})["metadata"]["uid"]
-    watch = PodWatch(cluster, "lazarus-worker-1")
+    watch = Watch(cluster, "pod", "lazarus-worker-1")
     deleted = time.monotonic()
     cluster.kubectl("delete", "pod", "-n", NAMESPACE, "lazarus-worker-1", "--wait=false")
     cluster.wait_condition("lazarus", "Succeeded", timeout=240)
@@ -168,7 +168,7 @@ def test_the_kubelet_restarts_a_failed_container_inside_the_rejoin_wait(cluster:
     }
     cluster.apply(pod)
     wait_for("the pod", lambda: cluster.get("pod", "in-place"), 30)
-    watch = PodWatch(cluster, "in-place")
+    watch = Watch(cluster, "pod", "in-place")
     try:
         wait_for(
             "two restarts in place",
