@@ -606,6 +606,40 @@ class Stack:
             json.dumps(patch),
         )
 
+    def restart_container(
+        self, namespace: str, name: str, exit_code: int, reason: str | None = None
+    ) -> None:
+        """Restart every container of a Running pod in place, as a kubelet does under
+        `restartPolicy: OnFailure` (a non-zero exit) or `Always` (any exit): `restartCount` one
+        more, `lastState` the exit, running again. The pod stays Running; KWOK leaves it so."""
+        pod = json.loads(self.kubectl("get", "pod", "-n", namespace, name, "-o", "json").stdout)
+        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        reason = reason or ("Completed" if exit_code == 0 else "Error")
+        counts = {
+            s["name"]: s.get("restartCount", 0) for s in pod["status"].get("containerStatuses", [])
+        }
+        statuses = [
+            {
+                "name": c["name"],
+                "restartCount": counts.get(c["name"], 0) + 1,
+                "lastState": {
+                    "terminated": {
+                        "exitCode": exit_code,
+                        "reason": reason,
+                        "startedAt": now,
+                        "finishedAt": now,
+                    }
+                },
+                "state": {"running": {"startedAt": now}},
+            }
+            for c in pod["spec"]["containers"]
+        ]
+        patch = {"status": {"containerStatuses": statuses}}  # merged by container name
+        self.kubectl(
+            "patch", "pod", "-n", namespace, name, "--subresource=status", "--type=strategic",
+            "-p", json.dumps(patch),
+        )  # fmt: skip
+
     # -- stop ---------------------------------------------------------------------------------
 
     def stop(self, remove: bool = True, grace: float = 10.0) -> None:
