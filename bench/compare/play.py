@@ -26,8 +26,9 @@ class Outcome:
     restarts: int
     #: The job's pods left at the end, by phase.
     left: dict[str, int]
-    #: Seconds from the test's last action before the final condition to that condition (None
-    #: without a Succeeded or Failed), and that action.
+    #: Seconds from the test's last action before the final condition (its first, the apply,
+    #: for a scenario timed from it) to that condition (None without a Succeeded or Failed),
+    #: and that action.
     seconds: float | None
     after: str
     message: str = ""
@@ -94,6 +95,8 @@ def _outcome(scenario: Scenario, run: Run) -> Outcome:
     if watch.finished():
         at = next(c.at for c in watch.changes if c.ctype == watch.condition())
         before = [(t, what) for t, what in run.marks if t <= at]
+        if scenario.from_apply:
+            before = before[:1]
         if before:
             seconds, after = at - before[-1][0], before[-1][1]
     return Outcome(

@@ -34,7 +34,7 @@ def _short(text: str, limit: int = 120) -> str:
 
 
 def _seconds(value: float | None) -> str:
-    return "—" if value is None else f"{value:.1f}"
+    return "—" if value is None else f"{value:.2f}"
 
 
 def ratio(theirs: float | None, ours: float | None) -> str:
