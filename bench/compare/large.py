@@ -60,13 +60,18 @@ def measure(stack: Stack, controller: Controller, replicas: int, timeout: float 
         slots = [("scheduler", 0), ("server", 0), *(("worker", i) for i in range(replicas - 2))]
         cpu, client, server = controller.cpu(), controller.requests(), server_requests(stack)
         start = time.monotonic()
+        up: list[float] = []  # when every pod was first seen Running
+
+        def done() -> bool:
+            if not up and watch.running(slots):
+                up.append(time.monotonic())
+            return bool(up) and watch.condition() == "Running"
+
         stack.kubectl("apply", "-f", "-", input=json.dumps(job))
-        pods = watch.wait(lambda: watch.running(slots), timeout)
-        all_running = time.monotonic() - start if pods else None
-        running = watch.wait(lambda: watch.condition() == "Running", 30 if pods else 1)
-        job_running = (
-            next(c.at for c in watch.changes if c.ctype == "Running") - start if running else None
-        )
+        watch.wait(done, timeout)
+        all_running = up[0] - start if up else None
+        seen = [c.at for c in watch.changes if c.ctype == "Running"]
+        job_running = seen[0] - start if seen else None
         watch.quiet(3.0, 30.0)  # the status writes the last pods start
         cpu_after = controller.cpu()
         client_after, server_after = controller.requests(), server_requests(stack)

@@ -114,8 +114,13 @@ def _outcome(scenario: Scenario, run: Run) -> Outcome:
 
 
 def _delete(stack: Stack, name: str, timeout: float = 60.0) -> None:
-    """Delete the job and wait until its pods are gone, so the next scenario starts clean."""
+    """Delete the job and its pods and Services (the garbage collector learns a new CRD only
+    at its next discovery, up to 30 s later) and wait until the pods are gone, so the next
+    scenario starts clean."""
     stack.kubectl("delete", "mxjob", "-n", NAMESPACE, name, "--ignore-not-found", "--wait=true")
+    stack.kubectl(
+        "delete", "pods,services", "-n", NAMESPACE, "-l", f"{JOB_LABEL}={name}", "--wait=false"
+    )
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         out = stack.kubectl(

@@ -101,7 +101,7 @@ def large_table(names: tuple[str, str], results: tuple[Large, Large]) -> str:
 def _number(value: float | None) -> str:
     if value is None:
         return "—"
-    return f"{value:.0f}" if value >= 100 else f"{value:.1f}"
+    return f"{value:.0f}" if isinstance(value, int) or value >= 100 else f"{value:.1f}"
 
 
 def _counts(counts: dict[str, int] | dict[str, float]) -> str:
