@@ -117,6 +117,10 @@ def main() -> None:
         f"## mxjob and training-operator {version}, {date}, KWOK tier "
         f"({time.monotonic() - began:.0f} s)",
         "",
+        f"Ratios: {names[1]}'s time over mxjob's (above 1: mxjob faster). Outcome: from the "
+        "test's last action to the job's final condition. Exit → status: from each exit the "
+        "test made to the job's next status write, median.",
+        "",
         report.scenario_table(matrix, names, [outcomes for outcomes, _ in results]),
     ]
     ours, theirs = results[0][1], results[1][1]
@@ -124,8 +128,8 @@ def main() -> None:
         text += ["", report.large_table(names, (ours, theirs))]
     print("\n".join(text))
     args.out.mkdir(parents=True, exist_ok=True)
-    stem = args.out / f"compare-{version}-{date}"
-    stem.with_suffix(".md").write_text("\n".join(text) + "\n")
+    stem = f"compare-{version}-{date}"  # with_suffix would cut at the version's dots
+    (args.out / f"{stem}.md").write_text("\n".join(text) + "\n")
     raw = {
         name: {
             "scenarios": {k: v.to_json() for k, v in outcomes.items()},
@@ -133,8 +137,8 @@ def main() -> None:
         }
         for name, (outcomes, large) in zip(names, results, strict=True)
     }
-    stem.with_suffix(".json").write_text(json.dumps(raw, indent=1) + "\n")
-    log(f"written: {stem}.md, {stem}.json")
+    (args.out / f"{stem}.json").write_text(json.dumps(raw, indent=1) + "\n")
+    log(f"written: {args.out / stem}.md and .json")
 
 
 if __name__ == "__main__":

@@ -30,6 +30,14 @@ INDEX_LABEL = "training.kubeflow.org/replica-index"
 TERMINAL = ("Succeeded", "Failed")
 
 
+class PatchError(RuntimeError):
+    """The API server refused a patch (404: the pod is gone)."""
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.status = status
+
+
 @dataclass
 class Pod:
     """One pod of the job as last seen; `gone` once deleted from the API."""
@@ -47,6 +55,8 @@ class Pod:
     policy: str = "Always"
     #: When its phase or restart count last changed.
     changed: float = 0.0
+    #: The pod as last seen.
+    obj: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @property
     def live(self) -> bool:
@@ -73,6 +83,8 @@ class Watcher:
     pods: dict[str, Pod] = field(default_factory=dict)
     last_event: float = field(default_factory=time.monotonic)
     status: dict[str, Any] = field(default_factory=dict)
+    #: When the job's status was seen written with a new content (the controller's answers).
+    writes: list[float] = field(default_factory=list)
     _cond: threading.Condition = field(default_factory=threading.Condition)
     _conns: list[http.client.HTTPSConnection] = field(default_factory=list)
     _threads: list[threading.Thread] = field(default_factory=list)
@@ -105,14 +117,38 @@ class Watcher:
 
     # -- the watches ---------------------------------------------------------------------------
 
-    def _watch(self, path: str, handle: Callable[[str, dict[str, Any]], None]) -> None:
+    def _connection(self) -> http.client.HTTPSConnection:
         ctx = ssl.create_default_context()
         ctx.check_hostname = False
         ctx.verify_mode = ssl.CERT_NONE
         address = urllib.parse.urlsplit(self.stack.server)
+        return http.client.HTTPSConnection(str(address.hostname), address.port, context=ctx)
+
+    def patch_status(self, pod: str, patch: dict[str, Any]) -> None:
+        """A strategic merge patch of a pod's status, in-process: no kubectl to start, so the
+        moment it is sent is the moment it lands, within milliseconds."""
+        conn = self._connection()
+        try:
+            conn.request(
+                "PATCH",
+                f"/api/v1/namespaces/{NAMESPACE}/pods/{pod}/status",
+                body=json.dumps(patch),
+                headers={
+                    "Authorization": f"Bearer {self.stack.token}",
+                    "Content-Type": "application/strategic-merge-patch+json",
+                },
+            )
+            answer = conn.getresponse()
+            body = answer.read()
+        finally:
+            conn.close()
+        if answer.status != 200:
+            raise PatchError(f"pod {pod}: {answer.status} {body[:300]!r}", answer.status)
+
+    def _watch(self, path: str, handle: Callable[[str, dict[str, Any]], None]) -> None:
         deadline = time.monotonic() + 30
         while True:  # a CRD just installed answers 429 until its storage is ready
-            conn = http.client.HTTPSConnection(str(address.hostname), address.port, context=ctx)
+            conn = self._connection()
             conn.request(
                 "GET",
                 f"{path}&watch=1&timeoutSeconds=7200",
@@ -164,12 +200,16 @@ class Watcher:
         pod.restarts = sum(s.get("restartCount", 0) for s in status.get("containerStatuses", []))
         if (pod.phase, pod.restarts) != before:
             pod.changed = time.monotonic()
+        pod.obj = obj
         self.pods[pod.uid] = pod
 
     def _on_job(self, kind: str, obj: dict[str, Any]) -> None:
         if kind == "DELETED":
             return
-        self.status = obj.get("status") or {}
+        status = obj.get("status") or {}
+        if status != self.status:
+            self.writes.append(time.monotonic())
+        self.status = status
         latest = latest_condition(self.status)
         if latest is None:
             return
@@ -194,6 +234,11 @@ class Watcher:
             if idle >= seconds:
                 return
             time.sleep(min(seconds - idle, max(deadline - time.monotonic(), 0)) + 0.01)
+
+    def answered(self, since: float) -> float | None:
+        """Seconds from `since` to the first status write after it (None: none yet)."""
+        later = [t for t in self.writes if t > since]
+        return later[0] - since if later else None
 
     def condition(self) -> str:
         """The latest true condition's type ('' while there is none)."""

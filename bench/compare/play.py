@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import statistics
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -31,8 +32,15 @@ class Outcome:
     #: and that action.
     seconds: float | None
     after: str
+    #: Seconds from each exit the test made to the job's next status write.
+    answers: list[float] = field(default_factory=list)
     message: str = ""
     notes: list[str] = field(default_factory=list)
+
+    @property
+    def answer(self) -> float | None:
+        """The median of `answers`."""
+        return statistics.median(self.answers) if self.answers else None
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -108,6 +116,7 @@ def _outcome(scenario: Scenario, run: Run) -> Outcome:
         left=dict(watch.left()),
         seconds=seconds,
         after=after,
+        answers=run.answers,
         message=latest[2] if latest else "",
         notes=run.notes,
     )
