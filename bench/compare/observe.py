@@ -226,11 +226,14 @@ class Watcher:
             return self._cond.wait_for(predicate, timeout)
 
     def quiet(self, seconds: float, limit: float) -> None:
-        """Wait until nothing happened to the job or its pods for `seconds` (at most `limit`)."""
-        deadline = time.monotonic() + limit
+        """Wait until nothing happened to the job or its pods for `seconds` since the call or
+        the last event, whichever is later (at most `limit`): events of a change just sent may
+        not have arrived yet."""
+        start = time.monotonic()
+        deadline = start + limit
         while time.monotonic() < deadline:
             with self._cond:
-                idle = time.monotonic() - self.last_event
+                idle = time.monotonic() - max(self.last_event, start)
             if idle >= seconds:
                 return
             time.sleep(min(seconds - idle, max(deadline - time.monotonic(), 0)) + 0.01)
