@@ -37,6 +37,7 @@ class Large:
     cpu: dict[str, float]
 
     def to_json(self) -> dict[str, Any]:
+        """The fields as JSON values (the raw results `make compare` writes)."""
         return asdict(self)
 
 

@@ -43,6 +43,7 @@ class Outcome:
         return statistics.median(self.answers) if self.answers else None
 
     def to_json(self) -> dict[str, Any]:
+        """The fields as JSON values (the raw results `make compare` writes)."""
         return asdict(self)
 
 

@@ -41,6 +41,7 @@ def _seconds(value: float | None) -> str:
 
 
 def ratio(theirs: float | None, ours: float | None) -> str:
+    """`theirs / ours` as `1.5x` ('—' when either is missing)."""
     if theirs is None or ours is None or ours <= 0:
         return "—"
     return f"{theirs / ours:.1f}x"

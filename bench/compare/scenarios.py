@@ -205,18 +205,22 @@ events: Step = _events
 
 
 def end(rtype: str, code: int = 0, index: int = 0) -> Step:
+    """The replica's current process exits with `code` (as the kubelet handles it)."""
     return partial(_end, rtype, index, code)
 
 
 def settle(label: str) -> Step:
+    """Wait until nothing moves, then note the job's state under `label`."""
     return partial(_settle, label)
 
 
 def patch(label: str, **spec: Any) -> Step:
+    """Merge `spec` into the job's spec (`kubectl patch --type=merge`)."""
     return partial(_patch, spec, label)
 
 
 def await_outcome(timeout: float) -> Step:
+    """Wait up to `timeout` for Succeeded or Failed, doing nothing."""
     return partial(_await_outcome, timeout)
 
 
