@@ -2,7 +2,7 @@
 # Uses $(BIN) (the virtualenv's bin) and $(STAMP) (requirements installed) from the Makefile.
 # Both start gunicorn on 127.0.0.1 on a port the kernel picks, and stop it when done.
 
-.PHONY: bench bench-system load fuzz
+.PHONY: bench bench-system load fuzz compare
 
 BENCH_ARGS ?=
 LOAD_ARGS ?=
@@ -28,3 +28,12 @@ BENCH_SYSTEM_ARGS ?=
 ## hook against Metacontroller and kube-apiserver, and the 304s of a quiet job (~5 min warm)
 bench-system: $(STAMP)
 	$(BIN)/python -m bench.system $(BENCH_SYSTEM_ARGS)
+
+TRAINING_OPERATOR ?= v1.8.1
+COMPARE_ARGS ?=
+
+## compare: the same MXJob files through mxjob and Kubeflow training-operator $$TRAINING_OPERATOR
+## (v1.8.1, or v1.7.0) on two KWOK stacks in turn: a scenario matrix and a 1000-replica job,
+## side by side (docs/comparison.md; builds the operator once; not part of `make test`)
+compare: $(STAMP)
+	$(BIN)/python -m bench.compare --training-operator $(TRAINING_OPERATOR) $(COMPARE_ARGS)

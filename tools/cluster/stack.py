@@ -132,6 +132,63 @@ def _pid_cmdline(pid: int) -> str:
         return ""
 
 
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def _exited(exit_code: int, reason: str | None, now: str) -> dict[str, Any]:
+    reason = reason or ("Completed" if exit_code == 0 else "Error")
+    return {"exitCode": exit_code, "reason": reason, "startedAt": now, "finishedAt": now}
+
+
+def exit_patch(pod: dict[str, Any], exit_code: int, reason: str | None = None) -> dict[str, Any]:
+    """The pods/status strategic merge patch of a kubelet whose containers all exited with
+    `exit_code` and that does not restart them: the pod Succeeded (0) or Failed."""
+    now = _now()
+    statuses = [
+        {
+            "name": c["name"],
+            "image": c.get("image", ""),
+            "ready": False,
+            "restartCount": 0,
+            "started": False,
+            "state": {"terminated": _exited(exit_code, reason, now)},
+        }
+        for c in pod["spec"]["containers"]
+    ]
+    conditions = [
+        {"type": t, "status": "False", "reason": "PodCompleted", "lastTransitionTime": now}
+        for t in ("Ready", "ContainersReady")
+    ]
+    return {
+        "status": {
+            "phase": "Succeeded" if exit_code == 0 else "Failed",
+            "conditions": conditions,  # merged by type
+            "containerStatuses": statuses,
+        }
+    }
+
+
+def restart_patch(pod: dict[str, Any], exit_code: int, reason: str | None = None) -> dict[str, Any]:
+    """The pods/status strategic merge patch of a kubelet that restarted every container in
+    place after it exited with `exit_code`: one restart more, `lastState` the exit, running."""
+    now = _now()
+    counts = {
+        s["name"]: s.get("restartCount", 0)
+        for s in pod.get("status", {}).get("containerStatuses", [])
+    }
+    statuses = [
+        {
+            "name": c["name"],
+            "restartCount": counts.get(c["name"], 0) + 1,
+            "lastState": {"terminated": _exited(exit_code, reason, now)},
+            "state": {"running": {"startedAt": now}},
+        }
+        for c in pod["spec"]["containers"]
+    ]
+    return {"status": {"containerStatuses": statuses}}  # merged by container name
+
+
 @dataclass
 class Stack:
     """One control plane rooted at ``run_dir``.
@@ -562,49 +619,25 @@ class Stack:
 
         The pod becomes Succeeded (0) or Failed (anything else); KWOK leaves it so.
         """
+        self._patch_status(namespace, name, partial(exit_patch, exit_code=exit_code, reason=reason))
+
+    def restart_container(
+        self, namespace: str, name: str, exit_code: int, reason: str | None = None
+    ) -> None:
+        """Restart every container of a Running pod in place, as a kubelet does under
+        `restartPolicy: OnFailure` (a non-zero exit) or `Always` (any exit): `restartCount` one
+        more, `lastState` the exit, running again. The pod stays Running; KWOK leaves it so."""
+        patch = partial(restart_patch, exit_code=exit_code, reason=reason)
+        self._patch_status(namespace, name, patch)
+
+    def _patch_status(
+        self, namespace: str, name: str, patch: Callable[[dict[str, Any]], dict[str, Any]]
+    ) -> None:
         pod = json.loads(self.kubectl("get", "pod", "-n", namespace, name, "-o", "json").stdout)
-        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-        reason = reason or ("Completed" if exit_code == 0 else "Error")
-        statuses = [
-            {
-                "name": c["name"],
-                "image": c.get("image", ""),
-                "ready": False,
-                "restartCount": 0,
-                "started": False,
-                "state": {
-                    "terminated": {
-                        "exitCode": exit_code,
-                        "reason": reason,
-                        "startedAt": now,
-                        "finishedAt": now,
-                    }
-                },
-            }
-            for c in pod["spec"]["containers"]
-        ]
-        conditions = [
-            {"type": t, "status": "False", "reason": "PodCompleted", "lastTransitionTime": now}
-            for t in ("Ready", "ContainersReady")
-        ]
-        patch = {
-            "status": {
-                "phase": "Succeeded" if exit_code == 0 else "Failed",
-                "conditions": conditions,  # merged by type (strategic merge patch)
-                "containerStatuses": statuses,
-            }
-        }
         self.kubectl(
-            "patch",
-            "pod",
-            "-n",
-            namespace,
-            name,
-            "--subresource=status",
-            "--type=strategic",
-            "-p",
-            json.dumps(patch),
-        )
+            "patch", "pod", "-n", namespace, name, "--subresource=status", "--type=strategic",
+            "-p", json.dumps(patch(pod)),
+        )  # fmt: skip
 
     # -- stop ---------------------------------------------------------------------------------
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import json
+import subprocess
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -127,21 +128,31 @@ def _webhook_configuration(
     return yaml.safe_dump(doc)
 
 
+@dataclass(frozen=True)
+class Manager:
+    """A running manager: its process (the operator itself, `exec`ed) and its Prometheus
+    endpoint (controller-runtime's, with client-go's `rest_client_requests_total`)."""
+
+    process: subprocess.Popen[bytes]
+    metrics: str
+
+
 @contextmanager
-def manager(stack: Stack, release: Release, schemes: Sequence[str]) -> Iterator[None]:
+def manager(stack: Stack, release: Release, schemes: Sequence[str]) -> Iterator[Manager]:
     """The release's manager with `schemes` enabled (`--enable-scheme`), until the block ends."""
-    probe = free_port()
+    probe, metrics = free_port(), free_port()
     argv = [
         str(release.binary(stack)),
-        f"--metrics-bind-address=127.0.0.1:{free_port()}",
+        f"--metrics-bind-address=127.0.0.1:{metrics}",
         f"--health-probe-bind-address=127.0.0.1:{probe}",
         *(f"--enable-scheme={scheme}" for scheme in schemes),
     ]
     if release.webhook_port is not None and release.certs is not None:
         argv = [*_with_certs(release.certs), *argv, f"--webhook-server-port={release.webhook_port}"]
     name = f"training-operator-{release.version}"
-    with process(stack, name, argv, healthz(probe, "/readyz"), kube_env(stack), timeout=180):
-        yield
+    ready = healthz(probe, "/readyz")
+    with process(stack, name, argv, ready, kube_env(stack), timeout=180) as proc:
+        yield Manager(proc, f"http://127.0.0.1:{metrics}/metrics")
 
 
 def _with_certs(certs: Path) -> list[str]:
