@@ -2,7 +2,7 @@
 # Uses $(BIN) (the virtualenv's bin) and $(STAMP) (requirements installed) from the Makefile.
 # Both start gunicorn on 127.0.0.1 on a port the kernel picks, and stop it when done.
 
-.PHONY: bench bench-system load fuzz compare
+.PHONY: bench bench-system load fuzz compare compare-node
 
 BENCH_ARGS ?=
 LOAD_ARGS ?=
@@ -37,3 +37,8 @@ COMPARE_ARGS ?=
 ## side by side (docs/comparison.md; builds the operator once; not part of `make test`)
 compare: $(STAMP)
 	$(BIN)/python -m bench.compare --training-operator $(TRAINING_OPERATOR) $(COMPARE_ARGS)
+
+## compare-node: real MXNet on the real node under mxjob, then training-operator $$TRAINING_OPERATOR:
+## a Worker and a Server SIGKILLed mid-training (docs/comparison.md; root, Linux; ~10 min warm)
+compare-node: $(STAMP)
+	$(BIN)/python -m bench.compare.realnode --training-operator $(TRAINING_OPERATOR)
