@@ -16,7 +16,6 @@ import argparse
 import json
 import os
 import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -101,12 +100,7 @@ class Node:
         """SIGKILL the mxnet container's main process, found with runc, not the API."""
         status = self.pods(pod.rsplit("-", 2)[0])[pod]["status"]
         (container,) = [s for s in status["containerStatuses"] if s["name"] == "mxnet"]
-        root = self.stack.run_dir / "runc" / "k8s.io"
-        state = subprocess.run(
-            ["runc", f"--root={root}", "state", container["containerID"].split("://", 1)[1]],
-            capture_output=True, text=True, check=True,
-        )  # fmt: skip
-        os.kill(int(json.loads(state.stdout)["pid"]), signal.SIGKILL)
+        os.kill(self.stack.container_pid(container["containerID"]), signal.SIGKILL)
 
 
 def until(probe: Callable[[], bool], seconds: float) -> bool:

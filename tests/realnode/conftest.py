@@ -13,7 +13,6 @@ import itertools
 import json
 import os
 import signal
-import subprocess
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -94,14 +93,7 @@ class Node(Cluster):
         obj = self.get("pod", pod)
         assert obj is not None, pod
         (status,) = [s for s in obj["status"]["containerStatuses"] if s["name"] == "mxnet"]
-        container_id = status["containerID"].split("://", 1)[1]
-        state = subprocess.run(
-            ["runc", f"--root={self.stack.run_dir / 'runc' / 'k8s.io'}", "state", container_id],
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        return int(json.loads(state.stdout)["pid"])
+        return int(self.stack.container_pid(status["containerID"]))
 
     def kill(self, pod: str, sig: signal.Signals = signal.SIGKILL) -> None:
         """Signal the mxnet container's main process from the host, as the OOM killer would."""

@@ -489,9 +489,25 @@ class NodeStack(Stack):
             self._signal(pid, signal.SIGKILL)
             self._await_exit(name, pid, 5)
 
+    @property
+    def runc_root(self) -> Path:
+        """Where the node's containerd keeps its runc state (the `k8s.io` namespace)."""
+        return self.run_dir / "runc" / "k8s.io"
+
+    def container_pid(self, container_id: str) -> int:
+        """The host pid of a container's main process (`containerID` without its `containerd://`),
+        from runc, not the API."""
+        state = subprocess.run(
+            ["runc", f"--root={self.runc_root}", "state", container_id.split("://", 1)[-1]],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        return int(json.loads(state.stdout)["pid"])
+
     def _kill_containers(self) -> None:
         """Every container of this node's runc root, killed and deleted."""
-        root = self.run_dir / "runc" / "k8s.io"
+        root = self.runc_root
         if not root.is_dir():
             return
         runc = ["runc", f"--root={root}"]
