@@ -88,12 +88,22 @@ class Node(Cluster):
     def wait_log(self, pod: str, text: str, timeout: float = 90) -> None:
         wait_for(f"{text!r} in the log of {pod}", lambda: text in self.logs(pod), timeout)
 
-    def pid(self, pod: str) -> int:
-        """The host pid of the mxnet container's main process (from runc, not the API)."""
-        obj = self.get("pod", pod)
-        assert obj is not None, pod
-        (status,) = [s for s in obj["status"]["containerStatuses"] if s["name"] == "mxnet"]
-        return int(self.stack.container_pid(status["containerID"]))
+    def pid(self, pod: str, timeout: float = 60) -> int:
+        """The host pid of the mxnet container's main process (from runc, not the API), once the
+        container runs: a pod just bound may still be pulling or creating it."""
+
+        def running() -> str | None:
+            obj = self.get("pod", pod) or {}
+            statuses = obj.get("status", {}).get("containerStatuses", [])
+            ids = [
+                s["containerID"]
+                for s in statuses
+                if s["name"] == "mxnet" and "running" in s.get("state", {}) and s.get("containerID")
+            ]
+            return ids[0] if ids else None
+
+        container = wait_for(f"the mxnet container of {pod} running", running, timeout)
+        return int(self.stack.container_pid(container))
 
     def kill(self, pod: str, sig: signal.Signals = signal.SIGKILL) -> None:
         """Signal the mxnet container's main process from the host, as the OOM killer would."""
