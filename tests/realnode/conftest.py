@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.conftest import NAMESPACE, REPO, Cluster, wait_for
+from testsupport.status_order import backwards
 
 WORKLOADS = Path(__file__).parent / "workloads"
 WORKLOADS_CONFIGMAP = "mxjob-workloads"
@@ -274,38 +275,6 @@ class StatusRecorder:
             problem = backwards(before, after)
             assert problem is None, f"{self.job}: {problem}\nbefore: {before}\nafter: {after}"
         return len(self.seen)
-
-
-def backwards(before: dict[str, Any], after: dict[str, Any]) -> str | None:
-    """How `after` undoes `before`, or None: startTime and completionTime kept once set, no
-    condition type disappears (Running and Restarting replace each other), a terminal condition
-    stays True, restart counts never fall, nor do succeeded and failed counts unless a restart
-    was counted at the same time."""
-    for key in ("startTime", "completionTime"):
-        if key in before and after.get(key) != before[key]:
-            return f"{key} changed from {before[key]} to {after.get(key)}"
-    old = {c["type"]: c["status"] for c in before.get("conditions", [])}
-    new = {c["type"]: c["status"] for c in after.get("conditions", [])}
-    missing = set(old) - set(new)
-    for one, other in (("Running", "Restarting"), ("Restarting", "Running")):
-        if other in new:
-            missing.discard(one)  # these two replace each other (docs/status.md)
-    if missing:
-        return f"conditions {sorted(missing)} disappeared"
-    for terminal in ("Succeeded", "Failed"):
-        if old.get(terminal) == "True" and new[terminal] != "True":
-            return f"{terminal} went back to {new[terminal]}"
-    old_counts, new_counts = before.get("replicaStatuses", {}), after.get("replicaStatuses", {})
-    restarted = sum(c.get("restarts", 0) for c in new_counts.values()) > sum(
-        c.get("restarts", 0) for c in old_counts.values()
-    )
-    for rtype, counts in old_counts.items():
-        later = new_counts.get(rtype, {})
-        # succeeded/failed count the latest attempts: a counted restart may replace those.
-        for key in ("restarts",) if restarted else ("succeeded", "failed", "restarts"):
-            if later.get(key, 0) < counts.get(key, 0):
-                return f"{rtype} {key} fell from {counts.get(key, 0)} to {later.get(key, 0)}"
-    return None
 
 
 @pytest.fixture
