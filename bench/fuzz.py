@@ -1,6 +1,6 @@
 """`make fuzz`: a long fuzz campaign against the hook as `make run` serves it (gunicorn).
 
-Generated requests (tests/fuzzing.py: structure-aware mutations of realistic requests, plus
+Generated requests (testsupport/fuzzing.py: structure-aware mutations of realistic requests, plus
 malformed bodies) go from client processes to gunicorn on 127.0.0.1, over keep-alive
 connections; every answer is checked (no 5xx; a 4xx only with `{"error", "message"}`; the
 response shape, child names and the invalid-spec rule), every `--determinism-every`th case is
@@ -94,7 +94,10 @@ def client(args: tuple[int, int, int, int, int, int, int, float]) -> ClientResul
         case = generator.case(number)
         index = number // step
         verdict = fuzzing.check_case(
-            case, conn.post, index % determinism == 0, index % fixpoint == 0
+            case,
+            conn.post,
+            determinism=index % determinism == 0,
+            fixpoint=index % fixpoint == 0,
         )
         result.sent += verdict.requests
         result.classes[case.label] += 1
@@ -145,7 +148,7 @@ def still_fails(case: fuzzing.Case, sig: str) -> bool:
     """Whether a (shrunk) case still fails with the same signature."""
     if sig.startswith("5xx "):
         return f"5xx {fuzzing.crash_site(case)}" == sig
-    verdict = fuzzing.check_case(case, fuzzing.post_in_process, True, True)
+    verdict = fuzzing.check_case(case, fuzzing.post_in_process, determinism=True, fixpoint=True)
     return any(signature(case, f) == sig for f in verdict.failures)
 
 

@@ -2,7 +2,7 @@
 
 The service runs as deployed (hooks/gunicorn_config.py, one sync worker per CPU, logs at info
 to a temporary file). Client processes (no GIL contention with each other) send a fixed mix of
-realistic requests (bench/requests.py: jobs of MIX_SIZES replicas in every state of STATES,
+realistic requests (testsupport/requests.py: jobs of MIX_SIZES replicas in every state of STATES,
 including invalid specs and jobs being deleted), each over its own connection (gunicorn's sync
 workers close it after every response; http.client reopens it).
 

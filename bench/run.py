@@ -1,6 +1,6 @@
 """`make bench`: the hook's time per sync against a JSON floor, from 1 to 5000 replicas.
 
-For each size, one realistic request of a running job (bench/requests.py) is timed three ways,
+For each size, one realistic request of a running job (testsupport/requests.py) is timed three ways,
 interleaved so that noise from other processes hits all three alike:
 - floor: the standard library's `json.loads` of the request plus `json.dumps` of the response,
   the least any Python hook must spend on a sync, with the garbage collector paused as the hook
@@ -12,8 +12,9 @@ log(t2/t1)/log(n2/n1) between consecutive sizes (1 is linear), and the bytes per
 request and response (constant as the job grows: docs/environment.md#mx_config). Iterations
 per size fit a time budget.
 
-It ends with the goals of issue 12, each marked met or NOT MET. The machine it runs on may be
-shared: the ratios (hook and floor timed in the same run, interleaved) are what to compare.
+It ends with the performance goals (docs/performance.md), each marked met or NOT MET. The
+machine it runs on may be shared: the ratios (hook and floor timed in the same run,
+interleaved) are what to compare.
 
     python -m bench.run [--sizes 1,10,100] [--budget SECONDS] [--profile REPLICAS]
 """
@@ -45,7 +46,7 @@ SIZES = (1, 10, 100, 1000, 5000)
 MIN_ITERATIONS = 5
 MAX_ITERATIONS = 2000
 FLOOR_GC_ITERATIONS = 3
-#: The goals of issue 12: through HTTP at 1000 replicas, at most a quarter of the floor
+#: The performance goals: through HTTP at 1000 replicas, at most a quarter of the floor
 #: (median), and a worker's peak resident memory at most 3 times the request body at 5000.
 GOAL_RATIO = 0.25
 GOAL_SIZE = 1000

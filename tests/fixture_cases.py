@@ -673,7 +673,7 @@ def whole_job_server_killed_137() -> Json:
     return request(job, children)
 
 
-def _recorded(stale: bool) -> tuple[Json, list[Json]]:
+def _recorded(*, stale: bool) -> tuple[Json, list[Json]]:
     """The record of the Server's restart is observed; the parent status shows the decision,
     or (stale) still the Running status from before it."""
     job, children = _killed_server()

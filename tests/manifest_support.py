@@ -178,23 +178,20 @@ def to_json_schema(node: dict[str, Any], *, root: bool = True) -> dict[str, Any]
     The root `metadata` stays open: it is ObjectMeta, which the API server checks itself.
     """
 
-    def convert(sub: dict[str, Any], at_root: bool) -> dict[str, Any]:
-        return to_json_schema(sub, root=at_root)
-
     out: dict[str, Any] = {}
     for key, value in node.items():
         if key.startswith("x-kubernetes-") or key in _DROPPED:
             continue
         if key == "properties":
             out[key] = {
-                name: convert(sub, False)
+                name: to_json_schema(sub, root=False)
                 | ({} if not (root and name == "metadata") else {"additionalProperties": True})
                 for name, sub in value.items()
             }
         elif key in ("additionalProperties", "items", "not") and isinstance(value, dict):
-            out[key] = convert(value, False)
+            out[key] = to_json_schema(value, root=False)
         elif key in ("anyOf", "allOf", "oneOf"):
-            out[key] = [convert(sub, False) for sub in value]
+            out[key] = [to_json_schema(sub, root=False) for sub in value]
         else:
             out[key] = value
     if node.get("x-kubernetes-int-or-string") is True and "anyOf" not in out:

@@ -88,28 +88,37 @@ def test_set_condition(
     reason: Reason,
     after: list[tuple[str, str]],
 ) -> None:
-    result = set_condition(before, ctype, status, reason, "m", T1)
+    result = set_condition(before, ctype, status=status, reason=reason, message="m", time=T1)
     assert [(c["type"], c["status"]) for c in result] == after
 
 
 def test_an_identical_condition_keeps_the_list_as_it_was() -> None:
     before = [CREATED, RUNNING]
-    assert set_condition(before, C.RUNNING, True, Reason.RUNNING, "m", T1) is before
+    assert (
+        set_condition(before, C.RUNNING, status=True, reason=Reason.RUNNING, message="m", time=T1)
+        is before
+    )
 
 
 def test_a_new_message_keeps_the_transition_time_while_the_status_holds() -> None:
-    [_, running] = set_condition([CREATED, RUNNING], C.RUNNING, True, Reason.RUNNING, "new", T1)
+    [_, running] = set_condition(
+        [CREATED, RUNNING], C.RUNNING, status=True, reason=Reason.RUNNING, message="new", time=T1
+    )
     assert (running["message"], running["lastUpdateTime"]) == ("new", T1)
     assert running["lastTransitionTime"] == T0
 
 
 def test_a_flipped_status_takes_the_time_of_the_event() -> None:
-    [*_, running] = set_condition([CREATED, RUNNING], C.RUNNING, False, Reason.SUSPENDED, "m", T1)
+    [*_, running] = set_condition(
+        [CREATED, RUNNING], C.RUNNING, status=False, reason=Reason.SUSPENDED, message="m", time=T1
+    )
     assert running["lastTransitionTime"] == T1
 
 
 def test_no_time_known_leaves_the_times_out() -> None:
-    [created] = set_condition([], C.CREATED, True, Reason.CREATED, "m", None)
+    [created] = set_condition(
+        [], C.CREATED, status=True, reason=Reason.CREATED, message="m", time=None
+    )
     assert "lastUpdateTime" not in created and "lastTransitionTime" not in created
 
 

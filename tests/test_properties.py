@@ -37,7 +37,7 @@ PROFILE = settings(max_examples=150, deadline=None, suppress_health_check=[Healt
 
 
 @st.composite
-def jobs(draw: st.DrawFn, with_deadline: bool = True) -> dict[str, Any]:
+def jobs(draw: st.DrawFn, *, with_deadline: bool = True) -> dict[str, Any]:
     """A valid MXJob of either mode with small replica counts and any run policy."""
     mode = draw(st.sampled_from(list(JobMode)))
     scheduler, server, worker = MODE_TYPES[mode]
@@ -116,9 +116,9 @@ def pod_state(draw: st.DrawFn, pod: dict[str, Any]) -> dict[str, Any] | None:
 
 
 @st.composite
-def states(draw: st.DrawFn, with_deadline: bool = True) -> dict[str, Any]:
+def states(draw: st.DrawFn, *, with_deadline: bool = True) -> dict[str, Any]:
     """A sync request: a job, children in random states, maybe a status from an earlier sync."""
-    job = draw(jobs(with_deadline))
+    job = draw(jobs(with_deadline=with_deadline))
     children = []
     for child in cluster_after(run(request(job))):
         observed = pod_state(draw, child) if child["kind"] == "Pod" else child

@@ -98,7 +98,7 @@ FP = "spec.runPolicy.failurePolicy.rules"
 EXIT_42 = {"operator": "In", "values": [42]}
 
 
-def policy_problems(rules: Any, mode: str | None = None, inline: bool = False) -> list[str]:
+def policy_problems(rules: Any, mode: str | None = None, *, inline: bool = False) -> list[str]:
     """Every problem path of a job with these failurePolicy rules, read or validated."""
     replicas = TUNE_JOB if mode == "MXTune" else REPLACEABLE
     policy = {"failurePolicy": {"rules": rules}}

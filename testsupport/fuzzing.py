@@ -646,6 +646,7 @@ def _check_response(case: Case, body: Any) -> list[Failure]:
     failures: list[Failure] = []
     observed = _observed(case.request)
     seen: set[tuple[str, str]] = set()
+    identities: set[tuple[str, str, str]] = set()
     for child in children:
         kind = child.get("kind") if isinstance(child, dict) else None
         name = child.get("metadata", {}).get("name") if isinstance(kind, str) else None
@@ -658,8 +659,12 @@ def _check_response(case: Case, body: Any) -> list[Failure]:
                 )
             )
             continue
-        if (kind, name) in seen:
+        # Metacontroller tells children apart by apiVersion, kind and name: two PodGroups of
+        # one name from Volcano and scheduler-plugins are two objects.
+        identity = (str(child.get("apiVersion")), kind, name)
+        if identity in identities:
             failures.append(Failure("child-duplicate", f"{kind} {name} listed twice", kind))
+        identities.add(identity)
         seen.add((kind, name))
         if (kind, name) not in observed and not (len(name) <= 63 and DNS_1123_LABEL.match(name)):
             failures.append(Failure("child-name", f"created {kind} {name!r:.80}", kind))
@@ -869,7 +874,7 @@ def _status_diff(before: Json, after: Json) -> str:
     return f"status fields changed on re-sync: {', '.join(changed)}"
 
 
-def check_case(case: Case, post: Post, determinism: bool, fixpoint: bool) -> Verdict:
+def check_case(case: Case, post: Post, *, determinism: bool, fixpoint: bool) -> Verdict:
     """Send one case and run every check it gets; `determinism` and `fixpoint` are sampled."""
     answer = post(case.path, case.body, case.content_type)
     verdict = Verdict(check_answer(case, answer), 1)

@@ -94,6 +94,7 @@ def request(
     parent: dict[str, Any],
     children: list[dict[str, Any]] | None = None,
     controller: dict[str, Any] | None = None,
+    *,
     v2: bool = False,
 ) -> dict[str, Any]:
     """A sync request; v2 keys children by `namespace/name`, v1 by name."""

@@ -503,7 +503,7 @@ def _all(mover: Mover) -> Callable[[str, Json, int], Json]:
     return lambda _name, pod, index: mover(pod, index)
 
 
-def sync_request(replicas: int, state: str = "running", v2: bool = False) -> Json:
+def sync_request(replicas: int, state: str = "running", *, v2: bool = False) -> Json:
     """One sync request for a job of `replicas` replicas in `state` (one of STATES)."""
     if state not in STATES:
         raise ValueError(f"state must be one of {STATES}, not {state!r}")

@@ -68,6 +68,7 @@ def _stamped(condition: Condition, time: str | None, transition: str | None) -> 
 def set_condition(
     conditions: list[Condition],
     ctype: ConditionType,
+    *,
     status: bool,
     reason: Reason,
     message: str,

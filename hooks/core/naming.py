@@ -62,7 +62,7 @@ CONFIG_SUFFIX_MAX = len("-mxjob-result")
 RUN_RECORD_SUFFIX_MAX = len(f"-mxjob-run-{MAX_ATTEMPT}")
 
 
-def longest_suffix(counts: dict[ReplicaType, int], replaceable: bool) -> int:
+def longest_suffix(counts: dict[ReplicaType, int], *, replaceable: bool) -> int:
     """Length of the longest suffix a child name of this job can get: `-type-index`, plus
     `-rNNNN` and the run records when some pod can ever be replaced, and the ConfigMaps."""
     attempt = ATTEMPT_SUFFIX_MAX if replaceable else 0

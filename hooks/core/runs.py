@@ -241,7 +241,7 @@ def _held(plans: list[SlotPlan], record: RunRecord) -> list[SlotPlan]:
     ]
 
 
-def _in_progress(record: RunRecord | None, run: int, plans: list[SlotPlan], old: bool) -> bool:
+def _in_progress(record: RunRecord | None, run: int, plans: list[SlotPlan], *, old: bool) -> bool:
     """Whether the restart into `run` is still under way: older pods observed, or no pod of
     the run has started yet."""
     if record is None or record.run != run:
@@ -271,7 +271,7 @@ def may_delete_old_run(
     )
 
 
-def may_create_run(previous: dict[str, Any], restart: RunRecord | None, old: bool) -> bool:
+def may_create_run(previous: dict[str, Any], restart: RunRecord | None, *, old: bool) -> bool:
     """New pods of a restarted run only once no older pod is observed and the parent status
     shows the creating step, written only after that was observed."""
     if old:
@@ -349,6 +349,6 @@ def plan_run(
         return RunPlan(
             plans=_held(plans, fresh), old=old, fresh=fresh, restart=fresh, step=Step.RECORDING
         )
-    restart = record if _in_progress(record, run, plans, alive) else None
+    restart = record if _in_progress(record, run, plans, old=alive) else None
     step = Step.DELETING if alive else Step.CREATING
     return RunPlan(plans=plans, old=old, fresh=None, restart=restart, step=step)

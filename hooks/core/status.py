@@ -114,10 +114,10 @@ def created(
     return cond.set_condition(
         cond.clean(previous.get("conditions")),
         ConditionType.CREATED,
-        True,
-        Reason.CREATED,
-        f"MXJob {name} is created.",
-        _stamp(created_at),
+        status=True,
+        reason=Reason.CREATED,
+        message=f"MXJob {name} is created.",
+        time=_stamp(created_at),
     )
 
 
@@ -134,15 +134,20 @@ def active_status(
         conditions = cond.set_condition(
             conditions,
             ConditionType.SUSPENDED,
-            False,
-            Reason.RESUMED,
-            f"MXJob {job.name} is resumed.",
-            _stamp(job.spec_changed),
+            status=False,
+            reason=Reason.RESUMED,
+            message=f"MXJob {job.name} is resumed.",
+            time=_stamp(job.spec_changed),
         )
     # Created was ensured above; setting it again changes its message only while a replica
     # cannot start (the outcome names it).
     conditions = cond.set_condition(
-        conditions, outcome.ctype, True, outcome.reason, outcome.message, _stamp(outcome.time)
+        conditions,
+        outcome.ctype,
+        status=True,
+        reason=outcome.reason,
+        message=outcome.message,
+        time=_stamp(outcome.time),
     )
     return _assemble(
         conditions,
@@ -159,10 +164,20 @@ def suspended_status(job: Job, previous: dict[str, Any]) -> JobStatus:
     conditions = created(job.name, job.created, previous)
     if cond.find(conditions, ConditionType.RUNNING) is not None:
         conditions = cond.set_condition(
-            conditions, ConditionType.RUNNING, False, Reason.SUSPENDED, message, moment
+            conditions,
+            ConditionType.RUNNING,
+            status=False,
+            reason=Reason.SUSPENDED,
+            message=message,
+            time=moment,
         )
     conditions = cond.set_condition(
-        conditions, ConditionType.SUSPENDED, True, Reason.SUSPENDED, message, moment
+        conditions,
+        ConditionType.SUSPENDED,
+        status=True,
+        reason=Reason.SUSPENDED,
+        message=message,
+        time=moment,
     )
     return _assemble(conditions, replica_statuses(job, []), _stamp(carried_start(previous)), None)
 
@@ -177,7 +192,12 @@ def invalid_status(
     """Failed with reason MXJobInvalidSpec; counts and times carried from the last status."""
     conditions = created(name, created_at, previous)
     conditions = cond.set_condition(
-        conditions, ConditionType.FAILED, True, Reason.INVALID_SPEC, message, _stamp(changed_at)
+        conditions,
+        ConditionType.FAILED,
+        status=True,
+        reason=Reason.INVALID_SPEC,
+        message=message,
+        time=_stamp(changed_at),
     )
     replicas = previous.get("replicaStatuses")
     return _assemble(

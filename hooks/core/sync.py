@@ -167,8 +167,8 @@ def _active(job: Job, request: SyncRequest, now: datetime) -> SyncResponse:
         kept = [c for c in retention.keep_all(request) if not _is_result(job, c)]
         listed = [*kept, desired_result(job, new_status), desired_config(job)]
         return SyncResponse(new_status, _unique(listed))
-    creating = runs.may_create_run(previous, plan.restart, plan.old_alive)
-    listed = _active_children(job, request, plan.plans, creating)
+    creating = runs.may_create_run(previous, plan.restart, old=plan.old_alive)
+    listed = _active_children(job, request, plan.plans, creating=creating)
     if plan.fresh is not None:
         listed.append(runs.record_config_map(job, plan.fresh))
     elif record_child is not None:
@@ -222,7 +222,7 @@ def _kept_pods(job: Job, pods: Iterable[ObservedPod]) -> list[dict[str, Any]]:
 
 
 def _active_children(
-    job: Job, request: SyncRequest, plans: list[SlotPlan], creating: bool
+    job: Job, request: SyncRequest, plans: list[SlotPlan], *, creating: bool
 ) -> list[dict[str, Any]]:
     """Pods kept or created per slot (created only when `creating`), a Service per slot, the
     ConfigMap, the PodGroup."""

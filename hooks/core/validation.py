@@ -123,7 +123,7 @@ def _name_rules(name: str, spec: JobSpec) -> list[Problem]:
         r.restart_policy is not RestartPolicy.NEVER for r in spec.replicas.values()
     ) or any(rule.action is not Action.FAIL_JOB for rule in spec.run_policy.failure_rules)
     counts = {t: r.replicas for t, r in spec.replicas.items()}
-    limit = DNS_LABEL_MAX - longest_suffix(counts, replaceable)
+    limit = DNS_LABEL_MAX - longest_suffix(counts, replaceable=replaceable)
     if len(name) > limit:
         return [
             Problem(

@@ -70,7 +70,7 @@ class Cluster:
         return proc
 
     def apply(
-        self, obj: dict[str, Any] | str, check: bool = True
+        self, obj: dict[str, Any] | str, *, check: bool = True
     ) -> subprocess.CompletedProcess[str]:
         text = obj if isinstance(obj, str) else json.dumps(obj)
         return self.kubectl("apply", "-n", NAMESPACE, "-f", "-", stdin=text, check=check)

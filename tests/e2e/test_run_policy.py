@@ -16,7 +16,7 @@ def state(cluster: Cluster, name: str) -> str:
     return (cluster.condition(name) or ("",))[0]
 
 
-def set_suspend(cluster: Cluster, name: str, suspend: bool) -> None:
+def set_suspend(cluster: Cluster, name: str, *, suspend: bool) -> None:
     patch = {"spec": {"runPolicy": {"suspend": suspend}}}
     cluster.kubectl(
         "patch", "mxjob", name, "-n", "default", "--type=merge", "-p", json.dumps(patch)
@@ -34,14 +34,14 @@ def test_active_deadline_fails_the_job_and_removes_every_pod(cluster: Cluster) -
 def test_suspend_removes_pods_and_resume_brings_them_back(cluster: Cluster) -> None:
     cluster.apply(job("e2e-suspend", {"Worker": replica(2)}))
     cluster.wait_condition("e2e-suspend", "Running")
-    set_suspend(cluster, "e2e-suspend", True)
+    set_suspend(cluster, "e2e-suspend", suspend=True)
     cluster.wait_condition("e2e-suspend", "Suspended")
     wait_for(
         "no pods",
         lambda: not cluster.pods("e2e-suspend") and not cluster.services("e2e-suspend"),
         60,
     )
-    set_suspend(cluster, "e2e-suspend", False)
+    set_suspend(cluster, "e2e-suspend", suspend=False)
     wait_for("pods back", lambda: len(cluster.pods("e2e-suspend")) == 2, 60)
     cluster.wait_condition("e2e-suspend", "Running")
     obj: Any = cluster.get("mxjob", "e2e-suspend")

@@ -153,7 +153,10 @@ class Builder:
         started = time.monotonic()
         log_file = self.home / f"{BASE.name}.log"
         log_file.write_text("")
-        self.log(f"building image {ref} with mmdebstrap (log: {log_file}) ...")
+        self.log(
+            f"building image {ref} with mmdebstrap, the Debian base of the real node's"
+            f" images, once (log: {log_file}) ..."
+        )
         with tempfile.TemporaryDirectory(dir=self.home) as tmp:
             rootfs = Path(tmp) / "rootfs"
             _run(
@@ -208,7 +211,10 @@ class Builder:
         started = time.monotonic()
         log_file = self.home / f"{image.name}.log"
         log_file.write_text("")
-        self.log(f"building image {ref} with buildah (log: {log_file}) ...")
+        self.log(
+            f"building image {ref} with buildah for the real node's pods, once per change of"
+            f" its inputs (log: {log_file}) ..."
+        )
         assert image.dockerfile is not None
         with tempfile.TemporaryDirectory(dir=self.home) as tmp:
             context = image.context

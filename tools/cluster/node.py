@@ -70,7 +70,10 @@ def ensure_host_packages(log: build.Log) -> None:
     missing = missing_packages()
     if not missing:
         return
-    log(f"installing Debian packages: {' '.join(missing)} ...")
+    log(
+        f"installing Debian packages with apt-get: {' '.join(missing)}: the real node runs"
+        " containerd, runc and CNI, and its images are built with mmdebstrap and buildah ..."
+    )
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
     for argv in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", *missing]):
         proc = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
@@ -451,7 +454,7 @@ class NodeStack(Stack):
 
     # -- stop ---------------------------------------------------------------------------------
 
-    def stop(self, remove: bool = True, grace: float = 10.0) -> None:
+    def stop(self, *, remove: bool = True, grace: float = 10.0) -> None:
         """Stop the node, undo every host change it made, then stop the control plane."""
         for name in ("kubelet", "kube-proxy", "coredns"):
             self._stop_one(name, grace)

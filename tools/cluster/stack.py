@@ -362,7 +362,7 @@ class Stack:
 
     # -- start --------------------------------------------------------------------------------
 
-    def start(self, build_missing: bool = True) -> Self:
+    def start(self, *, build_missing: bool = True) -> Self:
         """Start every component and wait for readiness. Raises StackError on failure."""
         started = time.monotonic()
         if build_missing:
@@ -641,7 +641,7 @@ class Stack:
 
     # -- stop ---------------------------------------------------------------------------------
 
-    def stop(self, remove: bool = True, grace: float = 10.0) -> None:
+    def stop(self, *, remove: bool = True, grace: float = 10.0) -> None:
         """SIGTERM every process group (reverse start order), SIGKILL after `grace` seconds."""
         order = [c for c in reversed(self.components) if c in self.pids]
         targets = {n: self.pids[n] for n in order if self._owns(n, self.pids[n])}
