@@ -255,6 +255,19 @@ def exitcode_replacement_running() -> Json:
 
 
 @case
+def exitcode_replacement_pending_stale_parent() -> Json:
+    """Replacement pending, parent still Running from before the kill: Restarting at the kill.
+
+    A parent copy older than the last status write stamps the condition afresh; its moment is
+    the killed Worker's end, as with the fresh parent, so the Events component tells it once."""
+    body = exitcode_worker_killed_137()
+    children = [c for group in body["children"].values() for c in group.values()]
+    response = run(body)
+    children.append(pods_by_name(cluster_after(response, minutes=21))["mnist-worker-1-r1"])
+    return request(copy.deepcopy(body["parent"]), children)
+
+
+@case
 def second_worker_failure_restarts_the_whole_job() -> Json:
     """A second Worker failing in a run that replaced one already restarts the whole job.
 

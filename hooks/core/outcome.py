@@ -13,7 +13,7 @@ from hooks.core.api import ConditionType, JobMode, Reason, ReplicaType, SuccessP
 from hooks.core.failure_policy import Action, start_deadline
 from hooks.core.job import Job
 from hooks.core.naming import MAX_ATTEMPT
-from hooks.core.observed import PodPhase
+from hooks.core.observed import ObservedPod, PodPhase
 from hooks.core.restarts import SlotPlan, describe_exit, replica_words
 from hooks.core.runs import RunPlan
 from hooks.core.timestamps import format_time, latest
@@ -160,8 +160,19 @@ def _restarting_replicas(facts: _Facts) -> Outcome | None:
         reason=Reason.RESTARTING,
         message=f"MXJob {facts.job.name} is restarting: "
         f"{replica_words(first.slot, first.current)} {_restart_words(first)}{more}.",
-        time=latest(*(p.current.last_event for p in restarting if p.current is not None)),
+        time=latest(*(_replaced(p).last_event for p in restarting)),
     )
+
+
+def _replaced(plan: SlotPlan) -> ObservedPod:
+    """The attempt a restarting slot replaces: its end is the restart's moment, the same
+    whether or not the replacement is observed yet, so a sync from a stale parent (which
+    stamps the condition afresh) gives the moment the previous sync gave."""
+    assert plan.current is not None
+    if plan.create_attempt not in (None, 0):
+        return plan.current
+    older = [p for p in plan.keep if p.attempt < plan.current.attempt]
+    return max(older, key=lambda p: p.attempt) if older else plan.current
 
 
 def _running(facts: _Facts) -> Outcome | None:
