@@ -11,6 +11,7 @@ Acceptance by a real kube-apiserver (CEL cost limits included) is the end-to-end
 """
 
 import importlib
+import os
 import re
 import subprocess
 import tomllib
@@ -199,6 +200,41 @@ def test_events_component_may_watch_jobs_and_create_events_only(variant: str) ->
     assert pod["containers"][0]["command"] == ["python", "-m", "events"]
     (subject,) = one(objects, "ClusterRoleBinding", "mxjob-events")["subjects"]
     assert (subject["name"], subject["namespace"]) == ("mxjob-events", HOOK_NAMESPACE)
+
+
+def test_kube_state_metrics_component_ships_its_config_and_read_rights(tmp_path: Path) -> None:
+    """manifests/components/kube-state-metrics, added to an overlay: the configuration file as
+    a ConfigMap beside kube-state-metrics, and list/watch on MXJobs and CRDs for its account."""
+    component = MANIFESTS / "components" / "kube-state-metrics"
+    (tmp_path / "kustomization.yaml").write_text(
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
+        f"components: [{os.path.relpath(component, tmp_path)}]\n"
+    )
+    objects = build(tmp_path)
+    assert [problem for obj in objects for problem in validate(obj)] == []
+    assert sorted(name_of(o) for o in objects) == [
+        "ClusterRole mxjob-kube-state-metrics",
+        "ClusterRoleBinding mxjob-kube-state-metrics",
+        "ConfigMap kube-system/mxjob-kube-state-metrics",
+    ]
+    config = one(objects, "ConfigMap")
+    assert config["data"] == {"mxjob-metrics.yaml": (component / "mxjob-metrics.yaml").read_text()}
+    assert one(objects, "ClusterRole")["rules"] == [
+        {"apiGroups": ["kubeflow.org"], "resources": ["mxjobs"], "verbs": ["list", "watch"]},
+        {
+            "apiGroups": ["apiextensions.k8s.io"],
+            "resources": ["customresourcedefinitions"],
+            "verbs": ["list", "watch"],
+        },
+    ]
+    binding = one(objects, "ClusterRoleBinding")
+    assert binding["roleRef"]["name"] == "mxjob-kube-state-metrics"
+    (subject,) = binding["subjects"]
+    assert (subject["kind"], subject["namespace"], subject["name"]) == (
+        "ServiceAccount",
+        "kube-system",
+        "kube-state-metrics",
+    )
 
 
 # --- the CRD -----------------------------------------------------------------------------------

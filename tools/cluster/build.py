@@ -41,6 +41,10 @@ COREDNS_VERSION = "v1.15.0"
 VOLCANO_VERSION = "v1.10.0"
 SCHEDULER_PLUGINS_VERSION = "v0.32.7"
 KUEUE_VERSION = "v0.17.0"
+# kube-state-metrics, for the MXJob metrics of manifests/components/kube-state-metrics: the
+# newest release the proxy served on 2026-11-25 (v2.20.0; v2.21.0 to v2.25.0, v2.20.1, v2.19.0
+# and v2.17.0 were refused).
+KUBE_STATE_METRICS_VERSION = "v2.20.0"
 # Kubeflow training-operator: v1.8.1 is the last release with MXJob (removed in v1.9.0), v1.7.0
 # the last without webhooks; docs/comparison.md runs either, docs/migration.md hands over from
 # v1.8.1.
@@ -156,6 +160,15 @@ KUEUE = Component(
     module="sigs.k8s.io/kueue",
 )
 
+KUBE_STATE_METRICS = Component(
+    name="kube-state-metrics",
+    version=KUBE_STATE_METRICS_VERSION,
+    mains={"k8s.io/kube-state-metrics/v2": "kube-state-metrics"},
+    requires={"k8s.io/kube-state-metrics/v2": KUBE_STATE_METRICS_VERSION},
+    # what its release build stamps, so `kube-state-metrics --version` names the release
+    xvars=(f"github.com/prometheus/common/version.Version={KUBE_STATE_METRICS_VERSION}",),
+)
+
 TRAINING_OPERATORS = {
     version: Component(
         name="training-operator",
@@ -195,8 +208,9 @@ KUBERNETES = Component(
     # the `=> ./staging/...` replaces are read from the tag's go.mod at build time
 )
 
-#: The KWOK tier's components; the gang schedulers, Kueue and training-operator are started by
-#: the tests that need them (tools/cluster/schedulers.py, tools/cluster/training_operator.py).
+#: The KWOK tier's components; the gang schedulers, Kueue, kube-state-metrics and
+#: training-operator are started by the tests that need them (tools/cluster/schedulers.py,
+#: tools/cluster/kube_state_metrics.py, tools/cluster/training_operator.py).
 COMPONENTS = (
     ETCD,
     KUBERNETES,
@@ -205,6 +219,7 @@ COMPONENTS = (
     VOLCANO,
     SCHEDULER_PLUGINS,
     KUEUE,
+    KUBE_STATE_METRICS,
     TRAINING_OPERATOR,
 )
 #: Only the real-node tier needs these (cluster DNS for pods).
