@@ -44,6 +44,12 @@ HELM_LABELS = {
     "app.kubernetes.io/instance": RELEASE,
     "app.kubernetes.io/version": VERSION,
 }
+#: The Pod Security labels of the kustomize install's Namespace, which the README tells Helm
+#: users to put on the namespace `helm install --create-namespace` makes.
+POD_SECURITY = {
+    "pod-security.kubernetes.io/enforce": "restricted",
+    "pod-security.kubernetes.io/enforce-version": "latest",
+}
 #: What each kustomize Component is called in the chart's values.
 COMPONENTS = {
     "ttl": "ttl-controller",
@@ -94,6 +100,10 @@ def render(helm: Path) -> Render:
     return rendered
 
 
+def rel(path: Path) -> str:
+    return str(path.relative_to(REPO))
+
+
 def key(obj: dict[str, Any]) -> Key:
     meta = obj["metadata"]
     return (obj["kind"], meta.get("namespace", ""), meta["name"])
@@ -113,11 +123,11 @@ def without_helm_labels(objects: list[dict[str, Any]]) -> dict[Key, dict[str, An
 
 
 def without_namespace(objects: list[dict[str, Any]]) -> dict[Key, dict[str, Any]]:
-    """kustomize's objects by key, less the Namespace that Helm makes itself."""
+    """kustomize's objects by key, less the Namespace that Helm makes itself (its Pod Security
+    labels are the ones the README has Helm users add)."""
     by_key = {key(obj): obj for obj in objects}
-    assert by_key.pop(("Namespace", "", NAMESPACE))["metadata"]["labels"][
-        "pod-security.kubernetes.io/enforce"
-    ] == ("restricted")
+    labels = by_key.pop(("Namespace", "", NAMESPACE))["metadata"]["labels"]
+    assert {k: v for k, v in labels.items() if k.startswith("pod-security.")} == POD_SECURITY
     return by_key
 
 
@@ -159,6 +169,13 @@ def variant_kustomization(directory: Path, gang: str, components: list[str]) -> 
 def test_chart_version_is_the_package_version() -> None:
     chart = yaml.safe_load((CHART / "Chart.yaml").read_text())
     assert (chart["version"], chart["appVersion"]) == (VERSION, VERSION)
+
+
+@pytest.mark.parametrize("readme", [REPO / "README.md", CHART / "README.md"], ids=rel)
+def test_the_readmes_label_the_namespace_as_the_kustomize_install_does(readme: Path) -> None:
+    text = " ".join(readme.read_text().replace("\\\n", " ").split())
+    labels = " ".join(f"{k}={v}" for k, v in POD_SECURITY.items())
+    assert f"kubectl label namespace {NAMESPACE} {labels}" in text
 
 
 def test_the_chart_reads_the_crd_of_the_manifests() -> None:
