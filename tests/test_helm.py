@@ -185,6 +185,19 @@ def test_the_chart_reads_the_crd_of_the_manifests() -> None:
     assert linked.resolve() == (MANIFESTS / "crd" / "mxjobs.kubeflow.org.yaml").resolve()
 
 
+def test_the_packaged_chart_holds_the_crd_itself(helm: Path, tmp_path: Path) -> None:
+    """`helm package` stores the linked file's content: the package, which has no link to
+    follow, renders what the chart's directory does."""
+    run_helm(helm, "package", str(CHART), "-d", str(tmp_path))
+    (package,) = tmp_path.glob("mxjob-*.tgz")
+    rendered = [
+        run_helm(helm, "template", RELEASE, str(chart), "-n", NAMESPACE).stdout
+        for chart in (CHART, package)
+    ]
+    assert rendered[0] == rendered[1]
+    assert "kind: CustomResourceDefinition" in rendered[1]
+
+
 @pytest.mark.parametrize(
     "sets",
     [
