@@ -50,14 +50,13 @@ POD_SECURITY = {
     "pod-security.kubernetes.io/enforce": "restricted",
     "pod-security.kubernetes.io/enforce-version": "latest",
 }
-#: What each kustomize Component is called in the chart's values.
+#: Each switch of the chart's values and the kustomize Component it stands for
+#: (manifests/components/<dir>).
 COMPONENTS = {
     "ttl": "ttl-controller",
     "events": "events",
     "conversion": "conversion",
 }
-#: The gang-scheduling RBAC each variant adds beside the CompositeController overlay.
-GANG_RBAC = {"volcano": "volcano", "scheduler-plugins": "scheduler-plugins"}
 
 needs_kustomize = pytest.mark.skipif(
     kustomize_command() is None, reason="neither kustomize nor kubectl is installed"
@@ -149,7 +148,7 @@ def variant_kustomization(directory: Path, gang: str, components: list[str]) -> 
     overlay = "base" if gang == "none" else f"overlays/{gang}"
     resources = [MANIFESTS / "base", METACONTROLLER / overlay]
     if gang != "none":
-        resources.insert(1, MANIFESTS / "rbac" / GANG_RBAC[gang])
+        resources.insert(1, MANIFESTS / "rbac" / gang)
     (directory / "kustomization.yaml").write_text(
         json.dumps(
             {
@@ -223,6 +222,18 @@ def test_renders_the_objects_of_the_kustomize_variant(render: Render, variant: s
         without_helm_labels(render(f"gang={gang}")),
         without_namespace(build(INSTALL_OVERLAYS[variant])),
     )
+
+
+@needs_kustomize
+@pytest.mark.parametrize("variant", INSTALL_OVERLAYS)
+def test_the_tests_kustomization_with_every_component_is_the_variant(
+    tmp_path: Path, variant: str
+) -> None:
+    """So that the kustomizations below, each without some Components, differ from the install
+    variants by those Components alone."""
+    gang = "none" if variant == "standard" else variant
+    made = build(variant_kustomization(tmp_path, gang, list(COMPONENTS)))
+    assert made == build(INSTALL_OVERLAYS[variant])
 
 
 @needs_kustomize
