@@ -49,6 +49,12 @@ KUBE_STATE_METRICS_VERSION = "v2.20.0"
 # the last without webhooks; docs/comparison.md runs either, docs/migration.md hands over from
 # v1.8.1.
 TRAINING_OPERATOR_VERSIONS = ("v1.8.1", "v1.7.0")
+# Helm, for the chart charts/mxjob (tests/test_helm.py): the newest release the proxy served on
+# 2026-11-25 (v3.22.1, v3.22.2 and v3.23.0 were refused).
+HELM_VERSION = "v3.22.0"
+#: The Kubernetes release Helm's own build stamps in (its client-go v0.37 is Kubernetes 1.37):
+#: what `helm lint` checks deprecations against and `helm template` reports as KubeVersion.
+HELM_KUBERNETES = ("1", "37")
 # Go version the throw-away modules declare (Kubernetes 1.36 needs go >= 1.26).
 GO_LANGUAGE_VERSION = "1.26.0"
 
@@ -179,6 +185,24 @@ TRAINING_OPERATORS = {
     )
     for version in TRAINING_OPERATOR_VERSIONS
 }
+# Built inside its own tree (go.mod, go.sum of the tag), with the `-X` settings of its Makefile.
+HELM = Component(
+    name="helm",
+    version=HELM_VERSION,
+    mains={"./cmd/helm": "helm"},
+    requires={},
+    xvars=(
+        f"helm.sh/helm/v3/internal/version.version={HELM_VERSION}",
+        "helm.sh/helm/v3/internal/version.gitTreeState=clean",
+        *(
+            f"helm.sh/helm/v3/pkg/{pkg}.k8sVersion{part}={value}"
+            for pkg in ("lint/rules", "chartutil")
+            for part, value in zip(("Major", "Minor"), HELM_KUBERNETES, strict=True)
+        ),
+    ),
+    module="helm.sh/helm/v3",
+)
+
 #: The release the migration test hands over from (built with the tiers' components).
 TRAINING_OPERATOR = TRAINING_OPERATORS[TRAINING_OPERATOR_VERSIONS[0]]
 
@@ -210,7 +234,8 @@ KUBERNETES = Component(
 
 #: The KWOK tier's components; the gang schedulers, Kueue, kube-state-metrics and
 #: training-operator are started by the tests that need them (tools/cluster/schedulers.py,
-#: tools/cluster/kube_state_metrics.py, tools/cluster/training_operator.py).
+#: tools/cluster/kube_state_metrics.py, tools/cluster/training_operator.py), Helm is run by
+#: the chart's tests.
 COMPONENTS = (
     ETCD,
     KUBERNETES,
@@ -221,6 +246,7 @@ COMPONENTS = (
     KUEUE,
     KUBE_STATE_METRICS,
     TRAINING_OPERATOR,
+    HELM,
 )
 #: Only the real-node tier needs these (cluster DNS for pods).
 NODE_COMPONENTS = (COREDNS,)

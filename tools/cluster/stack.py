@@ -348,8 +348,25 @@ class Stack:
         self, *args: str, input: str | None = None, check: bool = True, timeout: float = 60
     ) -> subprocess.CompletedProcess[str]:
         """Run the built kubectl against this stack."""
+        return self.client("kubectl", *args, input=input, check=check, timeout=timeout)
+
+    def helm(
+        self, *args: str, check: bool = True, timeout: float = 60
+    ) -> subprocess.CompletedProcess[str]:
+        """Run the built helm against this stack (the chart charts/mxjob)."""
+        return self.client("helm", *args, check=check, timeout=timeout)
+
+    def client(
+        self,
+        tool: str,
+        *args: str,
+        input: str | None = None,
+        check: bool = True,
+        timeout: float = 60,
+    ) -> subprocess.CompletedProcess[str]:
+        """Run a built client that takes `--kubeconfig` (kubectl, helm) against this stack."""
         proc = subprocess.run(
-            [str(self.bin("kubectl")), "--kubeconfig", str(self.kubeconfig), *args],
+            [str(self.bin(tool)), "--kubeconfig", str(self.kubeconfig), *args],
             input=input,
             check=False,
             capture_output=True,
@@ -357,7 +374,7 @@ class Stack:
             timeout=timeout,
         )
         if check and proc.returncode != 0:
-            raise StackError(f"kubectl {shlex.join(args)} failed: {proc.stderr.strip()}")
+            raise StackError(f"{tool} {shlex.join(args)} failed: {proc.stderr.strip()}")
         return proc
 
     # -- start --------------------------------------------------------------------------------
