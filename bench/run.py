@@ -4,7 +4,7 @@ For each size, one realistic request of a running job (testsupport/requests.py) 
 interleaved so that noise from other processes hits all three alike:
 - floor: the standard library's `json.loads` of the request plus `json.dumps` of the response,
   the least any Python hook must spend on a sync, with the garbage collector paused as the hook
-  pauses it (`hooks.app.collector_paused`); the floor with the collector running is shown too;
+  pauses it (`hooks.body.collector_paused`); the floor with the collector running is shown too;
 - in-process: the Flask app through its test client, bytes in, bytes out (no sockets);
 - HTTP: a POST over loopback to gunicorn (the project's config, one sync worker).
 It prints a markdown table: medians and p99s, the ratios hook/floor, the growth exponent
@@ -36,7 +36,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from hooks import etag, wire
-from hooks.app import collector_paused, create_app
+from hooks.app import create_app
+from hooks.body import collector_paused
 from hooks.core.sync import sync
 from hooks.logs import LOGGER_NAME
 from testsupport.requests import BENCH_NOW, encode, sync_request

@@ -1,9 +1,9 @@
 """Structured logs: one JSON object per line on stderr, the MXJob reference on every sync line.
 
 Every line has `time` (UTC, milliseconds), `level`, `message` and `pid` (which gunicorn
-worker); a sync line adds `hook`,
-`namespace`, `name`, `uid`, `outcome`, `status` (the HTTP code), `duration_ms`, `children` and
-the body sizes. A refused request (4xx) logs why, never the body: it may be 100 MB of pods.
+worker); the line of a hook call (hooks/call.py) adds `hook`, the job or review it names,
+`outcome`, `status` (the HTTP code), `duration_ms` and the body sizes (docs/http.md#logs). A
+refused request (4xx) logs why, never the body: it may be 100 MB of pods.
 The level comes from `LOG_LEVEL` (debug, info, warning, error, critical; default info).
 
 stdlib `logging` with a small formatter is enough: the fields are fixed and few, and orjson

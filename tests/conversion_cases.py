@@ -22,7 +22,7 @@ from typing import Any
 
 import yaml
 
-from hooks.app import NotAConversionReviewError
+from hooks.body import NotAConversionReviewError
 from hooks.core import stash
 from hooks.core.conversion import ReviewError, answer, convert, parse_review
 from hooks.core.versions import V1, V1_FIELDS
