@@ -3,14 +3,16 @@
 With the cache enabled Metacontroller keeps, per parent, the last answer that came with an
 `ETag` header and sends that tag back as `If-None-Match`; a 304 makes it reuse the kept answer.
 The hook is a pure function of the request body, the path and its own code, except for the
-clock: `now` enters a sync only through activeDeadlineSeconds (docs/run-policy.md). So:
+clock: `now` enters a sync only through moments the answer then asks to be called back at
+(activeDeadlineSeconds, a pod counting as lost with its node, an onStartFailure wait:
+docs/run-policy.md#activedeadlineseconds). So:
 
 - the tag is a SHA-256 of the code version, the path and the body (2.6 ms for 4 MB: the
   hash of a 1000-replica request costs a fraction of decoding it);
 - an answer that depends on the clock carries no tag: a sync answer with `resyncAfterSeconds`
-  (a deadline still ahead; the answer changes when it passes, and the resync delay itself
+  (such a moment still ahead; the answer changes when it passes, and the resync delay itself
   shrinks with every second). A cached answer of such a request would be reused with a stale
-  deadline. Once a deadline has passed, the answer (Failed, DeadlineExceeded) no longer changes
+  moment. Once a deadline has passed, the answer (Failed, DeadlineExceeded) no longer changes
   with the clock and is tagged again.
 
 Metacontroller keeps an entry when a later answer has no tag, and sends its tag again: the tag

@@ -16,7 +16,8 @@ SEED_LABELS = '{"scheduler":"","server":"","worker":""}'
 
 
 def seed_job() -> dict[str, Any]:
-    """The three-replica MXTrain job of the mxnet-operator README (seeds/004), inline layout."""
+    """The three-replica MXTrain job of the mxnet-operator v1 README, inline layout
+    (examples/mx_job_dist_gpu.yaml)."""
     gpu = replica(
         1,
         "Never",

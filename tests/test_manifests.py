@@ -168,7 +168,8 @@ def test_install_variant_is_complete(variant: str) -> None:
 
 @pytest.mark.parametrize("variant", INSTALL_OVERLAYS)
 def test_hook_and_ttl_controller_share_one_image(variant: str) -> None:
-    """One `images:` entry for `mxjob` retags both (manifests/components/ttl-controller/README)."""
+    """Every Deployment (the hook and each component) runs `mxjob:<version>`, so one `images:`
+    entry retags them all (README.md#install)."""
     images = {
         container["image"]
         for obj in build(INSTALL_OVERLAYS[variant])

@@ -2,7 +2,8 @@
 failed, restarting, running or created, decided by ordered rules, the first that applies.
 
 Every outcome carries the moment of the child event that caused it, never the wall clock; only
-the deadline compares with `now`, and its moment is `startTime + activeDeadlineSeconds`.
+the deadline and an onStartFailure wait compare with `now`, and their moments are
+`startTime + activeDeadlineSeconds` and the pod's creation + `afterSeconds`.
 """
 
 from collections.abc import Callable

@@ -1,5 +1,5 @@
 """Kubernetes resource quantities (`500m`, `2Gi`, `1e3`): read, added up and written back, so a
-PodGroup can carry the resources its gang needs (docs/scheduling.md#minresources)."""
+PodGroup can carry the resources its gang needs (docs/scheduling.md#gang-scheduling)."""
 
 import re
 from decimal import Decimal, InvalidOperation

@@ -5,7 +5,8 @@ docs/run-policy.md).
     decide the job's outcome → list the children → build the status
 
 `now` is a parameter; it is read only to compare with moments the children and the spec give:
-the activeDeadlineSeconds, and when a pod is lost with its node. The status never holds it.
+the activeDeadlineSeconds, when a pod is lost with its node, and when an onStartFailure wait
+runs out. The status never holds it.
 """
 
 import math

@@ -193,7 +193,7 @@ def restart_patch(pod: dict[str, Any], exit_code: int, reason: str | None = None
 class Stack:
     """One control plane rooted at ``run_dir``.
 
-    ``port_base``: fixed ports ``base .. base+5`` (see PORT_NAMES) instead of free ones.
+    ``port_base``: fixed ports ``base .. base+6`` (see PORT_NAMES) instead of free ones.
     ``pod_stages``: ``fast`` (pods Running at once) or ``general`` (KWOK's realistic delays).
     """
 
