@@ -98,7 +98,7 @@ def _sync(call: Call, data: bytes) -> Response:
     except RequestError as exc:  # a part of the request the answer would have to echo
         raise body.NotASyncRequestError(str(exc), {"parent": parsed.parent}) from exc
     call.answered(
-        metrics.outcome(decided.status, bool(decided.invalid)),
+        metrics.outcome(decided.status, invalid=bool(decided.invalid)),
         response_bytes=len(encoded),
         children=len(decided.children),
         problems=[str(p) for p in decided.invalid[:LISTED]] or None,

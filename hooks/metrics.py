@@ -81,7 +81,7 @@ INVALID_SPECS = Counter(
 )
 
 
-def outcome(status: Mapping[str, Any], invalid: bool) -> str:
+def outcome(status: Mapping[str, Any], *, invalid: bool) -> str:
     """The outcome label of a sync answered with `status` (see the module docstring)."""
     conditions = status.get("conditions")
     if invalid:

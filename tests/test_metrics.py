@@ -72,7 +72,7 @@ OUTCOMES: list[tuple[str, dict[str, Any], bool, str]] = [
     ("status", "invalid", "want"), [c[1:] for c in OUTCOMES], ids=[c[0] for c in OUTCOMES]
 )
 def test_outcome_of_a_status(status: dict[str, Any], invalid: bool, want: str) -> None:
-    assert metrics.outcome(status, invalid) == want
+    assert metrics.outcome(status, invalid=invalid) == want
 
 
 def sample(name: str, **labels: str) -> float:
