@@ -22,11 +22,12 @@ RUN groupadd --system --gid 65532 mxjob \
 COPY --from=build /opt/venv /opt/venv
 WORKDIR /app
 COPY hooks/ hooks/
+COPY component/ component/
 COPY ttl/ ttl/
 COPY certs/ certs/
 COPY events/ events/
 # Bytecode is compiled now: at run time the root filesystem is read-only.
-RUN python -m compileall -q /opt/venv/lib hooks ttl certs events
+RUN python -m compileall -q /opt/venv/lib hooks component ttl certs events
 ENV PATH=/opt/venv/bin:$PATH \
     PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \

@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from kubernetes import client
 
 from certs import controller
-from ttl import runtime
+from component import runtime
 
 
 def target_from_env() -> controller.Target:

@@ -12,8 +12,8 @@ import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
+from component import runtime
 from events import controller
-from ttl import runtime
 
 
 def main(argv: Sequence[str] | None = None) -> int:

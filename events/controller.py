@@ -17,10 +17,10 @@ from datetime import UTC, datetime
 from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
 
+from component.kube import PLURAL, REQUEST_TIMEOUT_SECONDS, list_jobs
 from events.story import RECENT, JobEvent, story
 from hooks.core.api import GROUP, KIND, VERSION
 from hooks.core.fields import dig
-from ttl.controller import PLURAL, REQUEST_TIMEOUT_SECONDS, list_jobs
 
 LOG = logging.getLogger("events")
 COMPONENT = "mxjob"

@@ -29,6 +29,7 @@ from hypothesis import strategies as st
 from kubernetes.client import V1DeleteOptions
 from kubernetes.client.exceptions import ApiException
 
+from component import kube
 from hooks.logs import JsonFormatter
 from ttl import __main__ as cli
 from ttl import controller
@@ -644,7 +645,7 @@ def test_one_namespace_and_every_page() -> None:
     jobs = [succeeded(ttl=0, name=f"j{i}", namespace=ns) for i in range(3) for ns in ("a", "b")]
     api = FakeCustomObjects(list(jobs))
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(controller, "PAGE_SIZE", 2)
+        patch.setattr(kube, "PAGE_SIZE", 2)
         sweep = run_once(api, at(100), namespace="b")
     assert sweep.deleted == [ref(j) for j in jobs if j["metadata"]["namespace"] == "b"]
     assert [c for c in api.calls if c[0] == "list"] == [

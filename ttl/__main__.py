@@ -14,7 +14,8 @@ import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
-from ttl import controller, jsonlog, runtime
+from component import jsonlog, runtime
+from ttl import controller
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:

@@ -17,22 +17,20 @@ A deletion is the one irreversible step, so it is guarded twice:
 
 import logging
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Protocol
 
-from kubernetes import client, config
+from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from component.kube import PLURAL, REQUEST_TIMEOUT_SECONDS, MXJobLister, api_client, list_jobs
 from hooks.core.api import GROUP, VERSION
 from hooks.core.fields import dig
 from hooks.core.timestamps import earliest
 from ttl.expiry import Action, Decision, decide
 
-PLURAL = "mxjobs"
-PAGE_SIZE = 500
-REQUEST_TIMEOUT_SECONDS = 30
 #: Shortest sleep between passes, so that a job expiring now does not spin the loop.
 MIN_SLEEP_SECONDS = 1.0
 HTTP_NOT_FOUND = 404
@@ -42,31 +40,8 @@ LOG = logging.getLogger("ttl")
 Clock = Callable[[], datetime]
 
 
-class CustomObjects(Protocol):
-    """The calls of `kubernetes.client.CustomObjectsApi` the loop makes, and their options."""
-
-    def list_cluster_custom_object(
-        self,
-        group: str,
-        version: str,
-        plural: str,
-        *,
-        limit: int | None = None,
-        _continue: str | None = None,
-        _request_timeout: int | None = None,
-    ) -> object: ...
-
-    def list_namespaced_custom_object(
-        self,
-        group: str,
-        version: str,
-        namespace: str,
-        plural: str,
-        *,
-        limit: int | None = None,
-        _continue: str | None = None,
-        _request_timeout: int | None = None,
-    ) -> object: ...
+class CustomObjects(MXJobLister, Protocol):
+    """The calls of `kubernetes.client.CustomObjectsApi` the loop makes beyond listing."""
 
     def get_namespaced_custom_object(
         self,
@@ -119,47 +94,6 @@ def connect(kubeconfig: str | None = None) -> CustomObjects:
     """The custom-objects API through `api_client(kubeconfig)`."""
     api: CustomObjects = client.CustomObjectsApi(api_client(kubeconfig))
     return api
-
-
-def api_client(kubeconfig: str | None = None) -> client.ApiClient:
-    """A client from `kubeconfig` if given, else in-cluster config, else ~/.kube/config."""
-    # `kubernetes.config` has no type annotations (`kubernetes.client` has).
-    configuration = client.Configuration()
-    if kubeconfig:
-        config.load_kube_config(  # type: ignore[no-untyped-call]
-            config_file=kubeconfig, client_configuration=configuration
-        )
-    else:
-        try:
-            config.load_incluster_config(  # type: ignore[no-untyped-call]
-                client_configuration=configuration
-            )
-        except config.ConfigException:
-            config.load_kube_config(  # type: ignore[no-untyped-call]
-                client_configuration=configuration
-            )
-    return client.ApiClient(configuration)
-
-
-def list_jobs(api: CustomObjects, namespace: str | None = None) -> Iterator[object]:
-    """Every MXJob (of `namespace`, or of all namespaces), a page at a time."""
-    token: str | None = None
-    while True:
-        if namespace:
-            page = api.list_namespaced_custom_object(
-                GROUP, VERSION, namespace, PLURAL,
-                limit=PAGE_SIZE, _continue=token, _request_timeout=REQUEST_TIMEOUT_SECONDS,
-            )  # fmt: skip
-        else:
-            page = api.list_cluster_custom_object(
-                GROUP, VERSION, PLURAL,
-                limit=PAGE_SIZE, _continue=token, _request_timeout=REQUEST_TIMEOUT_SECONDS,
-            )  # fmt: skip
-        items = dig(page, "items")
-        yield from items if isinstance(items, list) else []
-        token = dig(page, "metadata", "continue")
-        if not isinstance(token, str) or not token:
-            return
 
 
 def run_once(api: CustomObjects, now: datetime, namespace: str | None = None) -> Sweep:

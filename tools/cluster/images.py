@@ -72,7 +72,14 @@ def _files(path: Path) -> Iterable[Path]:
 
 
 def _hook_inputs() -> tuple[Path, ...]:
-    return (REPO / "Dockerfile", REPO / "requirements.txt", REPO / "hooks", REPO / "ttl")
+    """The Dockerfile and every path `.dockerignore` lets into the build context: the image
+    changes whenever one of them does, and a path added to the image cannot be forgotten here."""
+    allowed = [
+        line[1:].strip().rstrip("/")
+        for line in (REPO / ".dockerignore").read_text().splitlines()
+        if line.startswith("!")
+    ]
+    return (REPO / "Dockerfile", *(REPO / path for path in allowed))
 
 
 BASE = Image("mxjob-base", (), extra=f"{DEBIAN_SUITE} {' '.join(BASE_PACKAGES)} {HOST_TRUST}")

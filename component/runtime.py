@@ -13,8 +13,8 @@ from types import FrameType
 
 from kubernetes import client
 
-from ttl import jsonlog
-from ttl.controller import api_client
+from component import jsonlog
+from component.kube import api_client
 
 
 def _positive(text: str) -> float:
