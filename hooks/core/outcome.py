@@ -161,19 +161,19 @@ def _restarting_replicas(facts: _Facts) -> Outcome | None:
         reason=Reason.RESTARTING,
         message=f"MXJob {facts.job.name} is restarting: "
         f"{replica_words(first.slot, first.current)} {_restart_words(first)}{more}.",
-        time=latest(*(_replaced(p).last_event for p in restarting)),
+        # The replaced attempt's end: the same whether or not the replacement is observed yet,
+        # so a sync from a stale parent (which stamps the condition afresh) gives the moment
+        # the previous sync gave.
+        time=latest(*(pod.last_event for p in restarting if (pod := _replaced(p) or p.current))),
     )
 
 
-def _replaced(plan: SlotPlan) -> ObservedPod:
-    """The attempt a restarting slot replaces: its end is the restart's moment, the same
-    whether or not the replacement is observed yet, so a sync from a stale parent (which
-    stamps the condition afresh) gives the moment the previous sync gave."""
-    assert plan.current is not None
-    if plan.create_attempt not in (None, 0):
+def _replaced(plan: SlotPlan) -> ObservedPod | None:
+    """The attempt a restarting slot replaces: the current one when its replacement is created
+    now, else the failed one kept beside the observed replacement (`plan_slot`)."""
+    if plan.create_attempt:
         return plan.current
-    older = [p for p in plan.keep if p.attempt < plan.current.attempt]
-    return max(older, key=lambda p: p.attempt) if older else plan.current
+    return plan.keep[0] if len(plan.keep) > 1 else None
 
 
 def _running(facts: _Facts) -> Outcome | None:
@@ -255,10 +255,9 @@ def deciding_types(job: Job) -> tuple[ReplicaType, ...]:
 
 
 def _restart_words(plan: SlotPlan) -> str:
-    if plan.create_attempt and plan.current is not None:
-        words = describe_exit(plan.current, plan.verdict)
-        return f"{words}; starting attempt {plan.create_attempt}"
-    failed = plan.keep[0] if len(plan.keep) > 1 else None
+    failed = _replaced(plan)
+    if plan.create_attempt and failed is not None:
+        return f"{describe_exit(failed, plan.verdict)}; starting attempt {plan.create_attempt}"
     if failed is None:
         return "is starting again"
     return f"is starting again after pod {failed.name} {describe_exit(failed)}"
