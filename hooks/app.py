@@ -22,7 +22,6 @@ from werkzeug.exceptions import HTTPException, InternalServerError
 from hooks import body, etag, logs, metrics, wire
 from hooks.call import LISTED, Call
 from hooks.core.conversion import answer
-from hooks.core.request import RequestError
 from hooks.core.sync import sync
 
 #: Metacontroller sends every child in full; 5000 pods with status are about 60 MB.
@@ -92,11 +91,8 @@ def _sync(call: Call, data: bytes) -> Response:
         return Response(status=304, headers={"ETag": tag})
     parsed = body.sync_request(data)
     call.about_job(parsed)
-    try:
-        decided = sync(parsed, current_app.config["CLOCK"]())
-        encoded = wire.encode(decided.to_json())
-    except RequestError as exc:  # a part of the request the answer would have to echo
-        raise body.NotASyncRequestError(str(exc), {"parent": parsed.parent}) from exc
+    decided = sync(parsed, current_app.config["CLOCK"]())
+    encoded = wire.encode(decided.to_json())
     call.answered(
         metrics.outcome(decided.status, invalid=bool(decided.invalid)),
         response_bytes=len(encoded),

@@ -28,7 +28,7 @@ from hooks.core.api import KIND
 from hooks.core.conversion import convert
 from hooks.core.fields import dig
 from hooks.core.gang import Gang
-from hooks.core.request import SyncRequest
+from hooks.core.request import parse_request
 from hooks.core.spec import Problem, load
 from hooks.core.sync import sync
 from hooks.core.validation import validate
@@ -190,14 +190,15 @@ def _first_children(job: dict[str, Any], gang: Gang | None) -> list[dict[str, An
         resources.append({"apiVersion": gang.api_version, "resource": "podgroups"})
     controller = {"spec": {"childResources": resources}}
     now = datetime.now(UTC)
-    first = sync(SyncRequest(parent, {}, controller), now)
+    first = sync(parse_request({"parent": parent, "controller": controller}), now)
     groups = [c for c in first.children if c["kind"] == "PodGroup"]
     if gang is not Gang.VOLCANO or not groups:
         return first.children
     admitted = {**groups[0], "status": {"phase": ADMITTED}}
     observed = {gang.value: {admitted["metadata"]["name"]: admitted}}
     parent = {**parent, "status": first.status}
-    return sync(SyncRequest(parent, observed, controller), now).children
+    body = {"parent": parent, "children": observed, "controller": controller}
+    return sync(parse_request(body), now).children
 
 
 def parser() -> argparse.ArgumentParser:

@@ -1,93 +1,63 @@
-"""Bytes to `SyncRequest` and back, fast: decode only what the core reads.
+"""Bytes to `SyncRequest` and back, fast: the children decoded straight into the core's shapes.
 
 Metacontroller sends every child in full: managedFields, volumes, tolerations, the kubelet's
-status of every container. The core reads a dozen fields of each. `decode` reads the request
-with msgspec against typed shapes (`_Child` below) that name only those fields; everything
-else is skipped while scanning, never turned into Python objects. The result is what
-`hooks.core.request.parse_request` returns for the full body, as far as the core can tell:
+status of every container. `decode` scans the request once with msgspec: the parent and the
+controller as raw bytes, then decoded in full with orjson (the parent's templates are copied
+into pods); each child group the core reads straight into its typed shape
+(hooks/core/children.py), which names only the fields the core reads, so everything else is
+skipped, never turned into Python objects. A child's `spec` stays its own bytes, echoed
+untouched when the hook keeps an observed child and encoded as they came by `encode`.
 
-- the parent and the controller in full (orjson, exactly as before: the parent's
-  templates are copied into pods);
-- each child as a plain dict holding apiVersion, kind, the metadata the core reads, the status
-  fields the core reads, ConfigMap data, and its `spec` as `msgspec.Raw`: the child's own bytes,
-  echoed untouched when the hook lists an observed child as kept (`retention.as_observed`) and
-  encoded as they came by `encode`; of a pod's `spec`, the three fields the core reads are
-  decoded beside it (`SPEC_READ`).
-
-Whenever the fast path cannot vouch for the result (not JSON, a shape the typed decoding
-refuses, orjson refusing the parent), `decode` returns None and the caller falls back to the
-full decoding, which gives exactly the old answer, 4xx included. So bad input costs one extra
-scan and keeps its behaviour; good input never builds what nobody reads.
+Whenever the fast path cannot vouch for the result (not JSON, a child group of a kind the
+core does not read, a child not of its kind's shape, orjson refusing the parent), `decode`
+returns None and the caller decodes the body in full and reads it with `parse_request`, which
+gives the same answer and names the problem of a bad request (4xx). So bad input costs one
+extra scan and keeps its behaviour; good input never builds what nobody reads.
 """
 
 import json
-from typing import Any, TypedDict
+from typing import Any
 
 import msgspec
 import orjson
+from msgspec import UNSET, Raw, Struct, UnsetType
 
-from hooks.core.request import POD, SPEC_READ, RequestError, SyncRequest, parse_request
+from hooks.core.children import Child
+from hooks.core.request import KINDS, Groups, RequestError, SyncRequest, assemble
 
-
-class _Meta(TypedDict, total=False):
-    name: Any
-    namespace: Any
-    labels: Any
-    annotations: Any
-    creationTimestamp: Any
-    deletionTimestamp: Any
-
-
-class _ContainerStatus(TypedDict, total=False):
-    name: Any
-    restartCount: Any
-    state: Any
-    lastState: Any
-
-
-class _Status(TypedDict, total=False):
-    # Pods: phase, reason, start time, container states, conditions (DisruptionTarget…).
-    # PodGroups: phase (Volcano admits pods once it has left Pending).
-    phase: Any
-    reason: Any
-    message: Any
-    startTime: Any
-    conditions: Any
-    containerStatuses: list[_ContainerStatus]
-    # The rejoin wait of ps-lite Workers (hooks/core/rejoin.py) and the user's init containers:
-    # why a pod cannot start, and a wait that could not run.
-    initContainerStatuses: list[_ContainerStatus]
+#: Every group the core reads, each an optional field named by its key; any other group makes
+#: the decoding fail (forbid_unknown_fields), so that `parse_request` reads it as `Other`.
+_FIELDS: list[tuple[str, Any, Any]] = [
+    (f"group{i}", dict[str, kind] | None | UnsetType, msgspec.field(name=key, default=UNSET))  # type: ignore[valid-type]
+    for i, (key, kind) in enumerate(KINDS.items())
+]
+_Groups = msgspec.defstruct(
+    "_Groups",
+    _FIELDS,
+    forbid_unknown_fields=True,
+    frozen=True,
+)
 
 
-class _PodSpec(TypedDict, total=False):
-    # Which scheduler holds the pod, where it is bound, and Kueue's gate (docs/scheduling.md).
-    nodeName: Any
-    schedulerName: Any
-    schedulingGates: Any
-
-
-_POD_SPEC = msgspec.json.Decoder(_PodSpec)
-
-
-class _Child(TypedDict, total=False):
-    apiVersion: Any
-    kind: Any
-    metadata: _Meta
-    # Echoed as observed for a kept child (retention.as_observed); never read otherwise.
-    spec: msgspec.Raw
-    data: Any
-    binaryData: Any
-    immutable: Any
-    status: _Status
-
-
-class _Body(TypedDict, total=False):
-    parent: msgspec.Raw
-    children: dict[str, dict[str, _Child] | None] | None
-    controller: msgspec.Raw
+class _Body(Struct, frozen=True):
+    parent: Raw | UnsetType = UNSET
+    children: _Groups | None = None  # type: ignore[valid-type]
+    controller: Raw | UnsetType = UNSET
 
 
 _DECODER = msgspec.json.Decoder(_Body)
+
+
+def _groups(children: Any) -> Groups:
+    """The groups the body lists (one listed as null has no members), by key."""
+    if children is None:
+        return {}
+    found: Groups = {}
+    for i, key in enumerate(KINDS):
+        members: dict[str, Child] | UnsetType | None = getattr(children, f"group{i}")
+        if members is not UNSET:
+            found[key] = members or {}
+    return found
 
 
 def decode(data: bytes) -> SyncRequest | None:
@@ -98,21 +68,15 @@ def decode(data: bytes) -> SyncRequest | None:
         except UnicodeDecodeError:
             return None
     try:
-        body: dict[str, Any] = dict(_DECODER.decode(data))
-        for key in ("parent", "controller"):
-            if key in body:
-                body[key] = orjson.loads(memoryview(body[key]))
+        body = _DECODER.decode(data)
+        parent = None if body.parent is UNSET else orjson.loads(memoryview(body.parent))
+        controller = {} if body.controller is UNSET else orjson.loads(memoryview(body.controller))
     except (msgspec.MsgspecError, orjson.JSONDecodeError, RecursionError):
         # RecursionError: msgspec stops at Python's recursion limit, below orjson's depth.
         return None
     try:
-        request = parse_request(body)
-        for child in request.group(POD).values():
-            spec = child.get("spec")
-            if isinstance(spec, msgspec.Raw):
-                child[SPEC_READ] = dict(_POD_SPEC.decode(spec))
-        return request
-    except (RequestError, msgspec.MsgspecError):
+        return assemble(parent, controller, _groups(body.children))
+    except RequestError:
         return None
 
 

@@ -33,6 +33,7 @@ from tests.builders import (
     unschedulable,
     waiting,
 )
+from testsupport.jobs import as_sent
 
 Json = dict[str, Any]
 Build = Callable[[], Json]
@@ -1277,7 +1278,7 @@ def write() -> None:
     """Record every case: its request, the hook's answer and the digest of both."""
     for name, each in CASES.items():
         body = each.build()
-        answer = run(body, each.now).to_json()
+        answer = as_sent(run(body, each.now))
         golden.write(golden.FIXTURES / name, each.reason, body, each.now, answer)
         print(f"wrote {golden.FIXTURES / name}", file=sys.stderr)
 

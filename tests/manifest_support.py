@@ -29,6 +29,7 @@ from celpy.evaluation import CELEvalError
 
 from hooks.core.request import parse_request
 from hooks.core.sync import sync
+from testsupport.jobs import as_sent
 
 REPO = Path(__file__).resolve().parent.parent
 MANIFESTS = REPO / "manifests"
@@ -389,7 +390,7 @@ def hook_sync(
         "children": children,
         "finalizing": False,
     }
-    return dict(sync(parse_request(copy.deepcopy(request)), NOW).to_json())
+    return as_sent(sync(parse_request(copy.deepcopy(request)), NOW))
 
 
 def observed(child: dict[str, Any], parent: dict[str, Any]) -> dict[str, Any]:

@@ -6,8 +6,8 @@ import pytest
 
 from hooks.core.api import ReplicaType, RestartPolicy
 from hooks.core.failure_policy import Action, judge
-from hooks.core.observed import read_pod
 from tests.builders import mxjob, request, run, terminated
+from testsupport.observed import observe
 
 
 @pytest.mark.parametrize(
@@ -31,7 +31,7 @@ from tests.builders import mxjob, request, run, terminated
 )
 def test_exit_is_retryable(exit_code: int | None, retryable: bool) -> None:
     pods = [c for c in run(request(mxjob())).children if c["kind"] == "Pod"]
-    pod = read_pod("mnist", terminated(pods[0], exit_code))
+    pod = observe("mnist", terminated(pods[0], exit_code))
     assert pod is not None
     verdict = judge((), RestartPolicy.EXIT_CODE, ReplicaType.WORKER, pod)
     assert (verdict.action is not Action.FAIL_JOB) is retryable

@@ -8,8 +8,9 @@ import pytest
 from hooks.core.api import ReplicaType, RestartPolicy
 from hooks.core.failure_policy import Action, OnExitCodes, Operator, Rule, Verdict, judge
 from hooks.core.naming import Slot
-from hooks.core.observed import ObservedPod, PodPhase, read_pod
+from hooks.core.observed import ObservedPod, PodPhase
 from tests.builders import disrupted, mxjob, oom_killed, request, run, terminated
+from testsupport.observed import observe
 
 W = ReplicaType.WORKER
 S = ReplicaType.SERVER
@@ -179,7 +180,7 @@ def test_builtin_rules(policy: RestartPolicy, pod: ObservedPod, action: Action) 
 def _observed(state: Any) -> ObservedPod:
     """A pod of a real first sync, in `state`, read as the hook reads it."""
     pod = next(c for c in run(request(mxjob())).children if c["kind"] == "Pod")
-    observed = read_pod("mnist", state(pod))
+    observed = observe("mnist", state(pod))
     assert observed is not None
     return observed
 

@@ -269,13 +269,18 @@ def test_deep_nesting(depth: int, where: str) -> None:
     data = encode(body).replace(json.dumps(DEEP).encode(), nested_json(depth).encode())
     status, answer = send("deep", data)
     # Past orjson's limit (1024 levels in all) the body is refused as malformed JSON; a parent
-    # status deeper than MAX_DEPTH is not one the hook wrote: rebuilt from the children.
-    if depth <= 1000:
+    # status deeper than MAX_DEPTH is not one the hook wrote: rebuilt from the children; a child
+    # nested past what msgspec scans (Python's recursion limit) is no object the API server
+    # holds: refused, naming it.
+    if depth > 1024:
+        assert (status, answer["error"]) == (400, "malformed_json")
+    elif where == "pod-status" and depth == 1000:
+        assert (status, answer["error"]) == (422, "not_a_sync_request")
+        assert "children.Pod.v1.p" in answer["message"]
+    else:
         assert status == 200
         if where == "parent-status" and depth > MAX_DEPTH:
             assert answer["status"]["conditions"][0]["type"] == "Created"
-    elif depth > 1024:
-        assert (status, answer["error"]) == (400, "malformed_json")
 
 
 # --- 3. random MXJob specs ----------------------------------------------------------------
@@ -435,27 +440,46 @@ PARENT_STATUS = st.fixed_dictionaries(
         "observedGeneration": ANY,
     },
 )
-STATES = st.one_of(
-    st.fixed_dictionaries({"running": st.fixed_dictionaries({}, optional={"startedAt": TIMES})}),
+# Children come from the API server, which holds every field in its Kubernetes type: the values
+# vary (odd names, unknown phases and reasons, exit codes of any int32, timestamps of any zone
+# and year), the types do not. A field of another type is refused (test below).
+INT32 = st.integers(min_value=-(2**31), max_value=2**31 - 1)
+KUBE_TIMES = st.sampled_from(
+    [
+        "2026-03-01T12:00:00Z",
+        "2026-03-01T12:00:30.123456Z",
+        "2026-03-01T12:00:00+02:00",
+        "0001-01-01T00:00:00Z",
+        "9999-12-31T23:59:59Z",
+        None,
+    ]
+)
+TEXT = st.text(max_size=12)
+STATES: st.SearchStrategy[dict[str, Any]] = st.one_of(
+    st.fixed_dictionaries(
+        {"running": st.fixed_dictionaries({}, optional={"startedAt": KUBE_TIMES})}
+    ),
     st.fixed_dictionaries(
         {
             "terminated": st.fixed_dictionaries(
                 {},
                 optional={
-                    "exitCode": st.sampled_from([0, 1, 137, 138, 143, 255]) | HUGE | ANY,
-                    "reason": ANY,
-                    "startedAt": TIMES,
-                    "finishedAt": TIMES,
+                    "exitCode": st.sampled_from([0, 1, 137, 138, 143, 255]) | INT32,
+                    "reason": TEXT,
+                    "startedAt": KUBE_TIMES,
+                    "finishedAt": KUBE_TIMES,
                 },
             )
         }
     ),
-    st.fixed_dictionaries({"waiting": ANY}),
-    ANY,
+    st.fixed_dictionaries(
+        {"waiting": st.fixed_dictionaries({}, optional={"reason": TEXT, "message": TEXT})}
+    ),
+    st.just({}),
 )
 CONTAINER_STATUSES = st.fixed_dictionaries(
-    {"name": st.sampled_from(["mxnet", "sidecar"]) | ANY},
-    optional={"state": STATES, "restartCount": SMALL | HUGE | ANY, "lastState": ANY},
+    {"name": st.sampled_from(["mxnet", "sidecar"]) | TEXT},
+    optional={"state": STATES, "restartCount": SMALL | INT32, "lastState": ANY},
 )
 
 
@@ -471,14 +495,13 @@ def pods(draw: st.DrawFn, job: str) -> dict[str, Any]:
             st.fixed_dictionaries(
                 {},
                 optional={
-                    "creationTimestamp": TIMES,
-                    "deletionTimestamp": TIMES,
-                    "labels": st.dictionaries(st.text(max_size=8), st.text(max_size=4)) | ANY,
+                    "creationTimestamp": KUBE_TIMES,
+                    "deletionTimestamp": KUBE_TIMES,
+                    "labels": st.dictionaries(st.text(max_size=8), st.text(max_size=4)),
                     "annotations": st.fixed_dictionaries(
                         {},
-                        optional={"mxjob.kubeflow.org/restarts-before": DIGITS | ANY},
-                    )
-                    | ANY,
+                        optional={"mxjob.kubeflow.org/restarts-before": DIGITS},
+                    ),
                 },
             )
         )
@@ -490,20 +513,20 @@ def pods(draw: st.DrawFn, job: str) -> dict[str, Any]:
                 "phase": st.sampled_from(
                     ["Pending", "Running", "Succeeded", "Failed", "Unknown", "Done"]
                 )
-                | ANY,
-                "containerStatuses": st.lists(CONTAINER_STATUSES, max_size=3) | ANY,
-                "startTime": TIMES,
-                "reason": st.sampled_from(["Evicted", "Preempting"]) | ANY,
+                | TEXT,
+                "containerStatuses": st.lists(CONTAINER_STATUSES, max_size=3),
+                "startTime": KUBE_TIMES,
+                "reason": st.sampled_from(["Evicted", "Preempting"]) | TEXT,
+                "podIP": ANY,  # not read: any value at all
             },
         )
-        | ANY
     )
     return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "status": status}
 
 
 @st.composite
 def others(draw: st.DrawFn, job: str) -> tuple[str, dict[str, Any]]:
-    """A Service, ConfigMap (incl. the result record) or PodGroup with garbage fields."""
+    """A Service, ConfigMap (incl. the result record) or PodGroup with odd values."""
     group, kind = draw(
         st.sampled_from(
             [
@@ -520,14 +543,18 @@ def others(draw: st.DrawFn, job: str) -> tuple[str, dict[str, Any]]:
     )
     record = st.builds(json.dumps, PARENT_STATUS | ANY) | st.sampled_from(["{", "[]", "null"])
     child: dict[str, Any] = {"kind": kind, "metadata": {"name": name}}
+    data = st.fixed_dictionaries({}, optional={"status": record}) if kind == "ConfigMap" else ANY
     child.update(
         draw(
             st.fixed_dictionaries(
                 {},
                 optional={
-                    "data": st.fixed_dictionaries({}, optional={"status": record}) | ANY,
-                    "spec": ANY,
-                    "status": st.fixed_dictionaries({}, optional={"phase": ANY}) | ANY,
+                    "data": data,
+                    # A pod's spec is read (where it is bound); any other kind's only echoed.
+                    "spec": st.dictionaries(KEYS, ANY, max_size=3) if kind == "Pod" else ANY,
+                    "status": st.fixed_dictionaries({}, optional={"phase": TEXT})
+                    if kind in ("PodGroup", "Pod")
+                    else ANY,
                 },
             )
         )
@@ -559,6 +586,42 @@ def observed(draw: st.DrawFn) -> dict[str, Any]:
 def test_random_observed_children(body: dict[str, Any]) -> None:
     status, _ = send("children", encode(body), "/sync")
     assert status == 200
+
+
+#: Fields of observed children the hook reads, each with a value of a type Kubernetes never
+#: gives it.
+MISTYPED = [
+    ("Pod", ("metadata", "labels", "training.kubeflow.org/replica-type"), ["worker"]),
+    ("Pod", ("metadata", "annotations", "mxjob.kubeflow.org/run"), 0),
+    ("Pod", ("metadata", "creationTimestamp"), "yesterday"),
+    ("Pod", ("status", "phase"), {"Running": True}),
+    ("Pod", ("status", "containerStatuses"), {"mxnet": {}}),
+    ("Pod", ("status", "startTime"), 1772366400),
+    ("Pod", ("spec", "nodeName"), ["node-1"]),
+    ("Service", ("metadata", "labels"), ["a", "b"]),
+    ("Service", ("metadata", "name"), None),
+    ("ConfigMap", ("data", "cluster"), {"scheduler": []}),
+]
+
+
+@pytest.mark.parametrize(("kind", "path", "value"), MISTYPED, ids=lambda v: str(v)[:40])
+def test_a_child_field_of_another_type_is_refused_naming_it(
+    kind: str, path: tuple[str, ...], value: object
+) -> None:
+    """Not an object the API server holds: 422 naming the child and the field; Metacontroller
+    then changes nothing."""
+    body = copy.deepcopy(next(b for b in BASES if b["children"].get(f"{kind}.v1")))
+    members = body["children"][f"{kind}.v1"]
+    member = sorted(members)[0]
+    node = members[member]
+    for key in path[:-1]:
+        node = node.setdefault(key, {})
+    node[path[-1]] = value
+    status, answer = send("mistyped", encode(body), "/sync")
+    assert (status, answer["error"]) == (422, "not_a_sync_request")
+    assert f"children.{kind}.v1." in answer["message"]
+    assert member.rsplit("/", 1)[-1] in answer["message"]  # v2 keys `namespace/name`
+    assert (".".join(path[:2]) if kind != "ConfigMap" else "data") in answer["message"]
 
 
 # --- 5. huge replica counts: bounded in time and memory, in a child process -------------

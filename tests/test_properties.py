@@ -29,6 +29,7 @@ from tests.builders import (
     terminated,
 )
 from tests.builders import terminating as terminating_pod
+from testsupport.jobs import as_sent
 
 DNS_1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 POLICIES = ("Always", "OnFailure", "Never", "ExitCode")
@@ -201,7 +202,7 @@ def test_child_names_are_dns_labels(body: dict[str, Any]) -> None:
 def test_dmlc_counts_match_spec_and_env_names_are_unique(body: dict[str, Any]) -> None:
     specs = body["parent"]["spec"]["mxReplicaSpecs"]
     replicas = {k.lower(): v["replicas"] for k, v in specs.items()}
-    for child in run(body).children:
+    for child in as_sent(run(body))["children"]:
         if child["kind"] != "Pod":
             continue
         for container in child["spec"]["containers"]:

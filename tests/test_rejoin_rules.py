@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from hooks.core.api import ReplicaType, RestartPolicy
-from hooks.core.observed import PodPhase, read_pod
+from hooks.core.observed import PodPhase
 from hooks.core.rejoin import (
     REJOIN_MARGIN,
     UNREADABLE_TIMEOUT,
@@ -32,6 +32,7 @@ from tests.builders import (
     unschedulable,
     waiting,
 )
+from testsupport.observed import observe
 
 TRAIN = {"Scheduler": replica(1), "Server": replica(1), "Worker": replica(2, "ExitCode")}
 TUNE = {"TunerTracker": replica(1), "TunerServer": replica(2), "Tuner": replica(1)}
@@ -148,7 +149,7 @@ def worker(state: Any = running) -> dict[str, Any]:
 def test_a_terminating_pod_is_lost_15_s_past_its_grace_period(
     seconds_after_deadline: int, lost: bool
 ) -> None:
-    observed = read_pod("mnist", worker(lambda p: terminating(running(p), minutes=20)))
+    observed = observe("mnist", worker(lambda p: terminating(running(p), minutes=20)))
     assert observed is not None
     now = T0 + timedelta(minutes=20, seconds=seconds_after_deadline)
     settled = observed.settled(now)
@@ -158,7 +159,7 @@ def test_a_terminating_pod_is_lost_15_s_past_its_grace_period(
 
 def test_a_finished_pod_is_never_lost() -> None:
     pod = worker(lambda p: terminating(terminated(p, 0, minutes=20), minutes=20))
-    observed = read_pod("mnist", pod)
+    observed = observe("mnist", pod)
     assert observed is not None
     assert observed.settled(T0 + timedelta(days=1)).phase is PodPhase.SUCCEEDED
 
@@ -196,7 +197,7 @@ def with_wait(pod: dict[str, Any], state: dict[str, Any]) -> dict[str, Any]:
     ],
 )
 def test_a_rejoin_wait_that_could_not_run(pod: dict[str, Any], failed: str | None) -> None:
-    observed = read_pod("mnist", pod)
+    observed = observe("mnist", pod)
     assert observed is not None
     assert observed.wait_failed == failed
 
@@ -230,6 +231,6 @@ def test_a_rejoin_wait_that_could_not_run(pod: dict[str, Any], failed: str | Non
     ],
 )
 def test_why_a_pod_cannot_start(pod: dict[str, Any], blocked: str | None) -> None:
-    observed = read_pod("mnist", pod)
+    observed = observe("mnist", pod)
     assert observed is not None
     assert observed.blocked == blocked

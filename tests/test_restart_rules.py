@@ -7,10 +7,10 @@ from typing import Any
 import pytest
 
 from hooks.core.api import ReplicaType, RestartPolicy
+from hooks.core.children import ConfigMap, decode_child
 from hooks.core.failure_policy import Action, judge
 from hooks.core.job import Job
 from hooks.core.naming import Slot, run_from_record_name, run_record_name
-from hooks.core.observed import read_pod
 from hooks.core.outcome import deciding_types
 from hooks.core.restarts import RunStart, plan_slot
 from hooks.core.runs import (
@@ -34,6 +34,7 @@ from tests.builders import (
     terminated,
     terminating,
 )
+from testsupport.observed import observe
 
 TRAIN = {"Scheduler": replica(1), "Server": replica(1), "Worker": replica(2)}
 TUNE = {"TunerTracker": replica(1), "TunerServer": replica(2), "Tuner": replica(1)}
@@ -75,7 +76,7 @@ def test_restart_scope_by_role(
     job = job_of(replicas, mode)
     pods = {n: running(p) for n, p in first_pods(replicas, mode).items()}
     pods[pod] = state(pods[pod])
-    observed = {n: read_pod("mnist", p) for n, p in pods.items()}
+    observed = {n: observe("mnist", p) for n, p in pods.items()}
     plans = [
         plan_slot(
             s,
@@ -97,7 +98,7 @@ def test_in_place_restart_of_a_server_counts_once() -> None:
     job = job_of(replicas)
     pods = {n: running(p) for n, p in first_pods(replicas).items()}
     pods["mnist-server-0"] = running(pods["mnist-server-0"], restarts=1)
-    observed = [read_pod("mnist", p) for p in pods.values()]
+    observed = [observe("mnist", p) for p in pods.values()]
     plans = [
         plan_slot(
             s, RestartPolicy.ON_FAILURE, [o for o in observed if o and o.slot == s], RunStart()
@@ -113,7 +114,7 @@ def test_in_place_restart_of_a_server_counts_once() -> None:
 def test_run_record_round_trips_through_its_config_map() -> None:
     job = job_of(with_policy(TRAIN, "ExitCode"))
     pods = first_pods(with_policy(TRAIN, "ExitCode"))
-    server = read_pod("mnist", terminated(running(pods["mnist-server-0"]), 137))
+    server = observe("mnist", terminated(running(pods["mnist-server-0"]), 137))
     assert server is not None
     plans = [
         plan_slot(s, RestartPolicy.EXIT_CODE, [server] if s == server.slot else [], RunStart())
@@ -121,8 +122,8 @@ def test_run_record_round_trips_through_its_config_map() -> None:
     ]
     record = decide_restart(job, 0, plans)
     assert record is not None
-    child = record_config_map(job, record)
-    read, obj = observed_record(job, {child["metadata"]["name"]: child})
+    child = decode_child(ConfigMap, record_config_map(job, record))
+    read, obj = observed_record(job, {child.metadata.name: child})
     assert read == record and obj is child
     assert current_run(read, {}) == 1
 
@@ -158,7 +159,7 @@ def test_disruptions_are_retried_and_not_counted(
     exit_code: int | None, disruption: bool, retryable: bool, counted: int
 ) -> None:
     pod = terminated(first_pods(TRAIN)["mnist-worker-0"], exit_code)
-    observed = read_pod("mnist", disrupted(pod) if disruption else pod)
+    observed = observe("mnist", disrupted(pod) if disruption else pod)
     assert observed is not None
     verdict = judge((), RestartPolicy.EXIT_CODE, ReplicaType.WORKER, observed)
     assert (verdict.action is not Action.FAIL_JOB) is retryable

@@ -11,6 +11,9 @@ from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import orjson
+
+from hooks import wire
 from hooks.core.request import parse_request
 from hooks.core.sync import SyncResponse, sync
 
@@ -112,3 +115,10 @@ def request(
 
 def run(body: dict[str, Any], now: datetime = NOW) -> SyncResponse:
     return sync(parse_request(copy.deepcopy(body)), now)
+
+
+def as_sent(response: SyncResponse) -> dict[str, Any]:
+    """The answer as Metacontroller reads it: kept children's bodies, echoed as the bytes they
+    came in (`msgspec.Raw`), read back as JSON."""
+    answer: dict[str, Any] = orjson.loads(wire.encode(response.to_json()))
+    return answer

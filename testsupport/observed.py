@@ -6,6 +6,8 @@ import copy
 from typing import Any
 
 from hooks.core.api import LABEL_JOB_NAME
+from hooks.core.children import Pod, decode_child
+from hooks.core.observed import ObservedPod, read_pod
 from hooks.core.sync import SyncResponse
 from testsupport.jobs import UID, at
 
@@ -153,3 +155,8 @@ def pods_by_name(children: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 def cluster_after(response: SyncResponse, minutes: float = 0.5) -> list[dict[str, Any]]:
     """Every child of a response as freshly created objects (the cluster after one sync)."""
     return [created(c, minutes) for c in response.children]
+
+
+def observe(job: str, pod: dict[str, Any]) -> ObservedPod | None:
+    """What the hook reads of a pod given as JSON objects (`read_pod` of its typed shape)."""
+    return read_pod(job, decode_child(Pod, pod))

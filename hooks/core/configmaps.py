@@ -9,11 +9,13 @@ but an old parent status restores the final status instead of starting the job a
 import json
 from typing import Any
 
+from hooks.core.children import ConfigMap
 from hooks.core.env import config_map_data
-from hooks.core.fields import dig, parsed_json
+from hooks.core.fields import parsed_json
 from hooks.core.job import Job
 from hooks.core.labels import job_labels
 from hooks.core.naming import config_map_name, result_name
+from hooks.core.previous import PreviousStatus, read_previous
 from hooks.core.status import JobStatus
 
 RESULT_KEY = "status"
@@ -41,7 +43,8 @@ def desired_result(job: Job, status: JobStatus) -> dict[str, Any]:
     return _config_map(job, result_name(job.name), {RESULT_KEY: body})
 
 
-def recorded_status(observed: dict[str, Any] | None) -> dict[str, Any] | None:
+def recorded_status(observed: ConfigMap | None) -> PreviousStatus | None:
     """The terminal status kept in an observed result record, if it holds one."""
-    status = parsed_json(dig(observed, "data", RESULT_KEY))
-    return status if isinstance(status, dict) else None
+    text = (observed.data or {}).get(RESULT_KEY) if observed is not None else None
+    status = parsed_json(text)
+    return read_previous(status) if isinstance(status, dict) else None

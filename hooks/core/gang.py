@@ -9,6 +9,7 @@ from enum import StrEnum
 from typing import Any
 
 from hooks.core import quantity
+from hooks.core.children import PodGroup
 from hooks.core.fields import dig_dict, dig_list
 from hooks.core.labels import job_labels
 from hooks.core.spec import JobSpec
@@ -120,9 +121,9 @@ def _requests(container: dict[str, Any]) -> dict[str, Decimal] | None:
     return {name: v for name, v in parsed.items() if v is not None}
 
 
-def admits_new_pods(gang: Gang | None, observed_group: dict[str, Any] | None) -> bool:
+def admits_new_pods(gang: Gang | None, observed_group: PodGroup | None) -> bool:
     """Volcano: pods are created only once the PodGroup has left phase Pending."""
     if gang is not Gang.VOLCANO:
         return True
-    phase = dig_dict(observed_group, "status").get("phase")
-    return isinstance(phase, str) and phase not in VOLCANO_WAITING_PHASES
+    phase = observed_group.status.phase if observed_group is not None else None
+    return phase is not None and phase not in VOLCANO_WAITING_PHASES

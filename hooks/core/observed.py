@@ -8,7 +8,6 @@ restarts from container `restartCount`, the run from the `run` annotation (docs/
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from enum import StrEnum
-from typing import Any
 
 from hooks.core.api import (
     ANNOTATION_ATTEMPT,
@@ -19,11 +18,10 @@ from hooks.core.api import (
     MXNET_CONTAINER,
     ConditionStatus,
 )
-from hooks.core.fields import dig, dig_dict, dig_int, dig_list
+from hooks.core.children import Condition, ContainerStatus, Pod, Terminated, pod_spec
 from hooks.core.naming import Slot, parse_pod_name
 from hooks.core.rejoin import WAIT_CONTAINER
-from hooks.core.request import SPEC_READ
-from hooks.core.timestamps import latest, parse_time
+from hooks.core.timestamps import latest, moment
 
 
 class PodPhase(StrEnum):
@@ -75,7 +73,7 @@ class ObservedPod:
     restarts_before: int
     run: int = 0
     disrupted: bool = False
-    #: `metadata.deletionTimestamp`: the moment the kubelet kills the pod if it has not ended.
+    #: `metadata.deletion_timestamp`: the moment the kubelet kills the pod if it has not ended.
     deadline: datetime | None = None
     #: Why the pod cannot start (`ImagePullBackOff: …`, `Unschedulable: …`), while it waits.
     blocked: str | None = None
@@ -89,14 +87,14 @@ class ObservedPod:
     reasons: frozenset[str] = frozenset()
     #: The pod's conditions as (type, status).
     conditions: frozenset[tuple[str, str]] = frozenset()
-    #: The node it is bound to (`spec.nodeName`), once a scheduler bound it.
+    #: The node it is bound to (`spec.node_name`), once a scheduler bound it.
     node: str | None = None
     #: Why Kueue is taking the pod away (its `TerminationTarget` condition's reason, e.g.
     #: `WorkloadEvictedDueToPreempted`): the queue took the job's admission back.
     evicted: str | None = None
-    #: The scheduler it asks for (`spec.schedulerName`).
+    #: The scheduler it asks for (`spec.scheduler_name`).
     scheduler: str | None = None
-    #: Its `spec.schedulingGates` names: a gated pod is not even considered by a scheduler.
+    #: Its `spec.scheduling_gates` names: a gated pod is not even considered by a scheduler.
     gates: frozenset[str] = frozenset()
     #: When it was bound to a node (its `PodScheduled` condition turning True).
     scheduled: datetime | None = None
@@ -138,106 +136,103 @@ def lost_at(pod: ObservedPod) -> datetime | None:
         return None
 
 
-def read_pod(job: str, pod: dict[str, Any]) -> ObservedPod | None:
+def read_pod(job: str, pod: Pod) -> ObservedPod | None:
     """Read one observed pod; None for a pod whose name this job never gives."""
-    parsed = parse_pod_name(job, str(dig(pod, "metadata", "name")))
+    parsed = parse_pod_name(job, pod.metadata.name)
     if parsed is None:
         return None
     slot, attempt = parsed
-    statuses = [s for s in dig_list(pod, "status", "containerStatuses") if isinstance(s, dict)]
-    inits = [s for s in dig_list(pod, "status", "initContainerStatuses") if isinstance(s, dict)]
-    mxnet = next((s for s in statuses if s.get("name") == MXNET_CONTAINER), {})
-    terminated = dig_dict(mxnet, "state", "terminated")
-    raw_phase = dig(pod, "status", "phase")
-    phase = _PHASES.get(raw_phase, PodPhase.PENDING) if isinstance(raw_phase, str) else None
-    conditions = [c for c in dig_list(pod, "status", "conditions") if isinstance(c, dict)]
-    spec = pod.get("spec") if isinstance(pod.get("spec"), dict) else pod.get(SPEC_READ)
-    pod_reason = _text(dig(pod, "status", "reason"))
-    mxnet_reason = _text(terminated.get("reason"))
+    metadata, status, spec = pod.metadata, pod.status, pod_spec(pod)
+    statuses = status.container_statuses
+    mxnet = next((s for s in statuses if s.name == MXNET_CONTAINER), _NO_STATUS)
+    terminated = mxnet.state.terminated or _NOT_TERMINATED
+    running = mxnet.state.running
+    phase = _PHASES.get(status.phase, PodPhase.PENDING) if status.phase is not None else None
+    conditions = status.conditions
+    pod_reason = status.reason or None
+    mxnet_reason = terminated.reason or None
+    annotations = metadata.annotations
     return ObservedPod(
-        name=str(dig(pod, "metadata", "name")),
+        name=metadata.name,
         slot=slot,
         attempt=attempt,
         phase=phase or PodPhase.PENDING,
-        terminating=dig(pod, "metadata", "deletionTimestamp") is not None,
-        created=parse_time(dig(pod, "metadata", "creationTimestamp")),
-        started=parse_time(dig(mxnet, "state", "running", "startedAt"))
-        or parse_time(terminated.get("startedAt"))
-        or parse_time(dig(pod, "status", "startTime")),
-        finished=parse_time(terminated.get("finishedAt")),
-        exit_code=dig_int(terminated, "exitCode"),
+        terminating=metadata.deletion_timestamp is not None,
+        created=moment(metadata.creation_timestamp),
+        started=moment(running.started_at if running else None)
+        or moment(terminated.started_at)
+        or moment(status.start_time),
+        finished=moment(terminated.finished_at),
+        exit_code=terminated.exit_code,
         reason=pod_reason or mxnet_reason,
-        restart_count=sum(max(dig_int(s, "restartCount") or 0, 0) for s in statuses),
-        restarts_before=_count(dig(pod, "metadata", "annotations", ANNOTATION_RESTARTS)),
-        run=_count(dig(pod, "metadata", "annotations", ANNOTATION_RUN)),
+        restart_count=sum(max(s.restart_count, 0) for s in statuses),
+        restarts_before=_count(annotations.get(ANNOTATION_RESTARTS)),
+        run=_count(annotations.get(ANNOTATION_RUN)),
         disrupted=_condition(conditions, DISRUPTION, ConditionStatus.TRUE) is not None,
-        deadline=parse_time(dig(pod, "metadata", "deletionTimestamp")),
-        blocked=_blocked([*inits, *statuses], conditions) if phase is PodPhase.PENDING else None,
-        wait_failed=_wait_failed(inits),
+        deadline=moment(metadata.deletion_timestamp),
+        blocked=_blocked([*status.init_container_statuses, *statuses], conditions)
+        if phase is PodPhase.PENDING
+        else None,
+        wait_failed=_wait_failed(status.init_container_statuses),
         exits=tuple(
-            (s["name"], code)
+            (s.name, s.state.terminated.exit_code)
             for s in statuses
-            if isinstance(s.get("name"), str)
-            and (code := dig_int(s, "state", "terminated", "exitCode")) is not None
+            if s.name is not None
+            and s.state.terminated is not None
+            and s.state.terminated.exit_code is not None
         ),
         reasons=frozenset(r for r in (pod_reason, mxnet_reason) if r),
         conditions=frozenset(
-            (c["type"], c["status"])
-            for c in conditions
-            if isinstance(c.get("type"), str) and isinstance(c.get("status"), str)
+            (c.type, c.status) for c in conditions if c.type is not None and c.status is not None
         ),
         evicted=_evicted(conditions),
         scheduled=_scheduled(conditions),
-        foreign=dig(pod, "metadata", "annotations", ANNOTATION_ATTEMPT) is None,
-        node=_text(dig(spec, "nodeName")),
-        scheduler=_text(dig(spec, "schedulerName")),
-        gates=frozenset(
-            g["name"]
-            for g in dig_list(spec, "schedulingGates")
-            if isinstance(g, dict) and isinstance(g.get("name"), str)
-        ),
+        foreign=ANNOTATION_ATTEMPT not in annotations,
+        node=spec.node_name or None,
+        scheduler=spec.scheduler_name or None,
+        gates=frozenset(g.name for g in spec.scheduling_gates if g.name is not None),
     )
 
 
-def _condition(conditions: list[dict[str, Any]], ctype: str, status: str) -> dict[str, Any] | None:
-    return next(
-        (c for c in conditions if c.get("type") == ctype and c.get("status") == status), None
-    )
+_NO_STATUS = ContainerStatus()
+_NOT_TERMINATED = Terminated()
 
 
-def _scheduled(conditions: list[dict[str, Any]]) -> datetime | None:
+def _condition(conditions: list[Condition], ctype: str, status: str) -> Condition | None:
+    return next((c for c in conditions if c.type == ctype and c.status == status), None)
+
+
+def _scheduled(conditions: list[Condition]) -> datetime | None:
     found = _condition(conditions, "PodScheduled", ConditionStatus.TRUE)
-    return None if found is None else parse_time(found.get("lastTransitionTime"))
+    return None if found is None else moment(found.last_transition_time)
 
 
-def _evicted(conditions: list[dict[str, Any]]) -> str | None:
+def _evicted(conditions: list[Condition]) -> str | None:
     """The reason of Kueue's `TerminationTarget` condition, when it stops the pod's group."""
     found = _condition(conditions, KUEUE_TERMINATION, ConditionStatus.TRUE)
-    return None if found is None else _text(found.get("reason")) or KUEUE_TERMINATION
+    return None if found is None else found.reason or KUEUE_TERMINATION
 
 
-def _blocked(statuses: list[dict[str, Any]], conditions: list[dict[str, Any]]) -> str | None:
+def _blocked(statuses: list[ContainerStatus], conditions: list[Condition]) -> str | None:
     """Why a pending pod cannot start: a container the kubelet cannot start, or no node."""
     for status in statuses:
-        waiting = dig_dict(status, "state", "waiting")
-        reason = waiting.get("reason")
-        if reason in CANNOT_START:
-            return quoted(str(reason), waiting.get("message"))
+        waiting = status.state.waiting
+        if waiting is not None and waiting.reason in CANNOT_START:
+            return quoted(str(waiting.reason), waiting.message)
     unscheduled = _condition(conditions, "PodScheduled", ConditionStatus.FALSE)
-    if unscheduled is not None and unscheduled.get("reason") == "Unschedulable":
-        return quoted("Unschedulable", unscheduled.get("message"))
+    if unscheduled is not None and unscheduled.reason == "Unschedulable":
+        return quoted("Unschedulable", unscheduled.message)
     return None
 
 
-def _wait_failed(inits: list[dict[str, Any]]) -> str | None:
+def _wait_failed(inits: list[ContainerStatus]) -> str | None:
     """How the rejoin wait ended, if it failed."""
-    wait = next((s for s in inits if s.get("name") == WAIT_CONTAINER), {})
-    terminated = dig_dict(wait, "state", "terminated")
-    code = dig_int(terminated, "exitCode")
-    if not code:
+    wait = next((s for s in inits if s.name == WAIT_CONTAINER), _NO_STATUS)
+    terminated = wait.state.terminated
+    if terminated is None or not terminated.exit_code:
         return None
-    reason = _text(terminated.get("reason")) or f"exit code {code}"
-    return quoted(reason, terminated.get("message"))
+    reason = terminated.reason or f"exit code {terminated.exit_code}"
+    return quoted(reason, terminated.message)
 
 
 def quoted(reason: str, message: object) -> str:
@@ -255,11 +250,7 @@ def _count(value: object) -> int:
     return 0
 
 
-def _text(value: object) -> str | None:
-    return value if isinstance(value, str) and value else None
-
-
-def pods_by_slot(job: str, pods: dict[str, dict[str, Any]]) -> dict[Slot, list[ObservedPod]]:
+def pods_by_slot(job: str, pods: dict[str, Pod]) -> dict[Slot, list[ObservedPod]]:
     """Observed pods grouped by slot, oldest attempt first; foreign names are left out."""
     slots: dict[Slot, list[ObservedPod]] = {}
     for pod in pods.values():

@@ -1,65 +1,122 @@
-"""The Metacontroller sync request, checked for shape and normalised (hook versions v1 and v2).
+"""The Metacontroller sync request, read once at the door into what the core decides from (hook
+versions v1 and v2).
+
+Every part is read here and nowhere again: the parent's identity, moments, queue and hand-off;
+its last status (hooks/core/previous.py); the controller's gang scheduler; each child group in
+its typed shape (hooks/core/children.py); the job's pods, each read into its slot and attempt
+(hooks/core/observed.py). The core reads attributes. The parent's `spec` is the user's and is
+read by `spec.load`, which names its problems in the job's status.
 
 v1 keys each child group by name, v2 by `namespace/name`; both carry whole objects, so children
 are re-keyed by `metadata.name` (all children live in the parent's namespace). A group's key
-`Kind.apiVersion` is what identifies its children: a child whose own `kind` or `apiVersion`
-says otherwise is read (and echoed) with the group's.
-
-Nesting is bounded where the hook recurses into user data: the spec (`spec.load`, a problem
-of the job), the parent's status (here: one nested too deep is left out, as if absent) and
-echoed children (`retention.as_observed`).
+`Kind.apiVersion` is what identifies its children, whatever their own `kind` says.
 """
 
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, cast
 
-from hooks.core.fields import dig, too_deep
+from hooks.core import gang
+from hooks.core.api import OWN_MANAGERS
+from hooks.core.children import (
+    POD,
+    Child,
+    ChildError,
+    ConfigMap,
+    Other,
+    Pod,
+    PodGroup,
+    decode_group,
+)
+from hooks.core.fields import dig, dig_list, too_deep
+from hooks.core.gang import Gang
+from hooks.core.naming import Slot
+from hooks.core.observed import ObservedPod, pods_by_slot
+from hooks.core.previous import PreviousStatus, read_previous
+from hooks.core.queueing import Queue, read_queue
+from hooks.core.timestamps import latest, parse_time
 
-POD = "Pod.v1"
-#: Where a child may carry the few fields of its `spec` the core reads (`nodeName`,
-#: `schedulerName`, `schedulingGates`) when the HTTP adapter left the `spec` itself undecoded, to
-#: echo it byte for byte (hooks/wire.py); never echoed (retention keeps `spec`, not this key).
-SPEC_READ = "mxjob.spec-read"
 SERVICE = "Service.v1"
 CONFIG_MAP = "ConfigMap.v1"
+#: The shape of each group the core reads, by `Kind.apiVersion`; any other group's children
+#: are read as `Other` (identity only, their body kept as raw bytes).
+KINDS: dict[str, type[Child]] = {
+    POD: Pod,
+    SERVICE: Child,
+    CONFIG_MAP: ConfigMap,
+    Gang.VOLCANO.value: PodGroup,
+    Gang.SCHEDULER_PLUGINS.value: PodGroup,
+}
+#: Members of the groups of one request, as decoded: by member key, not yet by name.
+Groups = dict[str, dict[str, Child]]
 
 
 class RequestError(ValueError):
     """The body is not a sync request: the caller answers 4xx and names the problem."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class SyncRequest:
-    """What the hook needs of a sync request."""
+    """What the hook needs of a sync request, read."""
 
+    #: The MXJob as sent: its `spec` is read by `spec.load`, its templates copied into pods.
     parent: dict[str, Any]
-    children: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
-    controller: dict[str, Any] = field(default_factory=dict)
+    name: str
+    namespace: str
+    #: Children by group key, then by name.
+    children: dict[str, dict[str, Child]]
+    #: The parent's status as Metacontroller last saw it (possibly stale).
+    previous: PreviousStatus
+    #: The job's pods by slot, oldest attempt first; pods of names it never gives left out.
+    pods: dict[Slot, list[ObservedPod]]
+    #: The gang scheduler whose PodGroups the controller manages, if any.
+    gang: Gang | None
+    #: When the job was created, and when its spec last changed (its creation if never).
+    created: datetime | None
+    spec_changed: datetime | None
+    queue: Queue | None
+    #: `runPolicy.managedBy` names another controller (MultiKueue): hands off entirely.
+    managed_elsewhere: bool
 
-    @property
-    def name(self) -> str:
-        return str(self.parent["metadata"]["name"])
-
-    @property
-    def namespace(self) -> str:
-        return str(self.parent["metadata"].get("namespace") or "default")
-
-    @property
-    def status(self) -> dict[str, Any]:
-        """The parent's status as Metacontroller last saw it (possibly stale)."""
-        status = self.parent.get("status")
-        return status if isinstance(status, dict) else {}
-
-    def group(self, key: str) -> dict[str, dict[str, Any]]:
+    def group(self, key: str) -> dict[str, Child]:
         """Observed children of one `Kind.apiVersion` group, by name."""
         return self.children.get(key, {})
 
+    @property
+    def config_maps(self) -> dict[str, ConfigMap]:
+        return cast(dict[str, ConfigMap], self.group(CONFIG_MAP))
+
+    @property
+    def pod_group(self) -> PodGroup | None:
+        """The job's PodGroup as observed, when it is gang-scheduled and the group exists."""
+        if self.gang is None:
+            return None
+        return cast(PodGroup | None, self.group(self.gang.value).get(self.name))
+
 
 def parse_request(body: object) -> SyncRequest:
-    """Check the request's shape; raise RequestError naming the first problem."""
+    """Read a request already decoded into Python objects; raise RequestError naming the first
+    problem."""
     if not isinstance(body, dict):
         raise RequestError("the body must be a JSON object with 'parent' and 'children'")
-    parent = body.get("parent")
+    parent, controller = _checked(body.get("parent"), body.get("controller", {}))
+    try:
+        groups = {
+            key: decode_group(KINDS.get(key, Other), key, members)
+            for key, members in _members(body.get("children")).items()
+        }
+    except ChildError as exc:
+        raise RequestError(str(exc)) from None
+    return _read(parent, controller, groups)
+
+
+def assemble(parent: object, controller: object, groups: Groups) -> SyncRequest:
+    """Read a request whose children are decoded already (hooks/wire.py decodes them from the
+    body's bytes into the same shapes); raise RequestError naming the first problem."""
+    return _read(*_checked(parent, controller), groups)
+
+
+def _checked(parent: object, controller: object) -> tuple[dict[str, Any], dict[str, Any]]:
     if not isinstance(parent, dict):
         raise RequestError("'parent' must be an object (the MXJob)")
     metadata = parent.get("metadata")
@@ -68,43 +125,65 @@ def parse_request(body: object) -> SyncRequest:
     namespace = metadata.get("namespace")
     if namespace is not None and not isinstance(namespace, str):
         raise RequestError("'parent.metadata.namespace' must be a string")
-    controller = body.get("controller", {})
     if not isinstance(controller, dict):
         raise RequestError("'controller' must be an object")
-    if too_deep(parent.get("status")) is not None:
-        # Nobody but the hook should write the status; one it cannot read (a stray write) is
-        # treated like a stale cache: rebuilt from the children, never a reason to refuse.
-        parent = {key: value for key, value in parent.items() if key != "status"}
-    return SyncRequest(parent, _children(body.get("children")), controller)
+    return parent, controller
 
 
-def _children(raw: object) -> dict[str, dict[str, dict[str, Any]]]:
+def _members(raw: object) -> dict[str, dict[str, object]]:
+    """The child groups' members, checked for shape: objects keyed by member key."""
     if raw is None:
         return {}
     if not isinstance(raw, dict):
         raise RequestError("'children' must be an object keyed by 'Kind.apiVersion'")
-    groups: dict[str, dict[str, dict[str, Any]]] = {}
+    groups: dict[str, dict[str, object]] = {}
     for key, listed in raw.items():
         members = {} if listed is None else listed
         if not isinstance(members, dict):
             raise RequestError(f"'children.{key}' must be an object keyed by child name")
-        kind, _, api_version = str(key).partition(".")
-        group: dict[str, dict[str, Any]] = {}
-        for member_key, child in members.items():
-            if not isinstance(child, dict):
-                raise RequestError(f"'children.{key}.{member_key}' must be an object")
-            name = dig(child, "metadata", "name")
-            if not isinstance(name, str):
-                raise RequestError(f"'children.{key}.{member_key}' has no metadata.name")
-            group[name] = _identified(child, kind, api_version)
-        groups[key] = group
+        groups[str(key)] = members
     return groups
 
 
-def _identified(child: dict[str, Any], kind: str, api_version: str) -> dict[str, Any]:
-    """The child with the kind and apiVersion of its group (when the key names both)."""
-    if not kind or not api_version:
-        return child
-    if child.get("kind") == kind and child.get("apiVersion") == api_version:
-        return child
-    return {**child, "kind": kind, "apiVersion": api_version}
+def _read(parent: dict[str, Any], controller: dict[str, Any], groups: Groups) -> SyncRequest:
+    name = str(parent["metadata"]["name"])
+    children = {
+        key: {child.metadata.name: child for child in members.values()}
+        for key, members in groups.items()
+    }
+    # Nobody but the hook should write the status; one it cannot read (a stray write) is
+    # treated like a stale cache: rebuilt from the children, never a reason to refuse.
+    status = parent.get("status")
+    created = parse_time(dig(parent, "metadata", "creationTimestamp"))
+    try:
+        pods = pods_by_slot(name, cast(dict[str, Pod], children.get(POD, {})))
+    except ChildError as exc:
+        raise RequestError(str(exc)) from None
+    return SyncRequest(
+        parent=parent,
+        name=name,
+        namespace=str(parent["metadata"].get("namespace") or "default"),
+        children=children,
+        previous=read_previous(None if too_deep(status) is not None else status),
+        pods=pods,
+        gang=gang.detect(controller, list(children)),
+        created=created,
+        spec_changed=_spec_changed(parent) or created,
+        queue=read_queue(parent),
+        managed_elsewhere=_managed_elsewhere(parent),
+    )
+
+
+def _managed_elsewhere(parent: dict[str, Any]) -> bool:
+    managers = (dig(parent, "spec", "runPolicy", "managedBy"), dig(parent, "spec", "managedBy"))
+    return any(m is not None and m not in OWN_MANAGERS for m in managers)
+
+
+def _spec_changed(parent: dict[str, Any]) -> datetime | None:
+    """When the spec last changed: the latest non-status managedFields entry, if any."""
+    times = [
+        parse_time(entry.get("time"))
+        for entry in dig_list(parent, "metadata", "managedFields")
+        if isinstance(entry, dict) and not entry.get("subresource")
+    ]
+    return latest(*times)

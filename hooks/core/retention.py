@@ -6,66 +6,60 @@ it". Kept children that the hook cannot or need not rebuild are listed as observ
 what identifies them (children are never updated in place: `updateStrategy: OnDelete`).
 """
 
-from typing import Any
+from typing import Any, cast
+
+from msgspec import UNSET
 
 from hooks.core.api import LABEL_REPLICA_INDEX, LABEL_REPLICA_TYPE, CleanPodPolicy
-from hooks.core.fields import MAX_DEPTH, dig, dig_dict, too_deep
+from hooks.core.children import BODY_FIELDS, POD, Child, Other, Pod
 from hooks.core.observed import FINISHED_PHASES
-from hooks.core.request import CONFIG_MAP, POD, SERVICE, RequestError, SyncRequest
+from hooks.core.request import CONFIG_MAP, SERVICE, SyncRequest
 
-_METADATA_KEPT = ("name", "namespace", "labels", "annotations")
-_BODY_KEPT = ("spec", "data", "binaryData", "immutable")
 _LAST_APPLIED = "metacontroller.k8s.io/last-applied-configuration"
 
 
-def as_observed(child: dict[str, Any]) -> dict[str, Any]:
-    """An observed child trimmed to its identity and desired content (no status or bookkeeping).
-
-    Raises RequestError when what would be echoed nests beyond MAX_DEPTH."""
-    metadata = dig_dict(child, "metadata")
-    kept_meta = {k: metadata[k] for k in _METADATA_KEPT if k in metadata}
-    annotations = kept_meta.get("annotations")
-    if isinstance(annotations, dict) and _LAST_APPLIED in annotations:
-        annotations = {k: v for k, v in annotations.items() if k != _LAST_APPLIED}
-        if annotations:
-            kept_meta["annotations"] = annotations
-        else:
-            del kept_meta["annotations"]
-    trimmed = {
-        "apiVersion": child.get("apiVersion"),
-        "kind": child.get("kind"),
-        "metadata": kept_meta,
-    }
-    trimmed.update({k: child[k] for k in _BODY_KEPT if k in child})
-    deep = too_deep(trimmed)
-    if deep is not None:
-        # It cannot be written back, and leaving it out would delete it: refuse the request.
-        where = f"{trimmed['kind']} {kept_meta.get('name')}"
-        raise RequestError(
-            f"observed child {where}: '{deep[1:]}' nests deeper than {MAX_DEPTH} levels"
-        )
+def as_observed(key: str, child: Child) -> dict[str, Any]:
+    """An observed child of the group `key` trimmed to its identity and desired content (no
+    status or bookkeeping); its body echoed as the bytes it came in."""
+    kind, _, api_version = key.partition(".")
+    if (not kind or not api_version) and isinstance(child, Other):
+        kind, api_version = child.kind, child.api_version
+    metadata = child.metadata
+    kept_meta: dict[str, Any] = {"name": metadata.name}
+    if metadata.namespace is not None:
+        kept_meta["namespace"] = metadata.namespace
+    if metadata.labels:
+        kept_meta["labels"] = metadata.labels
+    annotations = {k: v for k, v in metadata.annotations.items() if k != _LAST_APPLIED}
+    if annotations:
+        kept_meta["annotations"] = annotations
+    trimmed = {"apiVersion": api_version, "kind": kind, "metadata": kept_meta}
+    for attribute, name in BODY_FIELDS.items():
+        value = getattr(child, attribute, UNSET)
+        if value is not UNSET:
+            trimmed[name] = value
     return trimmed
 
 
-def _listed(observed: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _listed(observed: list[tuple[str, Child]]) -> list[dict[str, Any]]:
     """Trimmed and in a canonical order, whatever order the request used."""
-    trimmed = [as_observed(child) for child in observed]
-    return sorted(trimmed, key=lambda c: (str(c["kind"]), str(c["metadata"].get("name"))))
+    trimmed = [as_observed(key, child) for key, child in observed]
+    return sorted(trimmed, key=lambda c: (str(c["kind"]), str(c["metadata"]["name"])))
 
 
 def keep_all(request: SyncRequest) -> list[dict[str, Any]]:
     """Every observed child, unchanged: nothing created, nothing deleted."""
-    return _listed([child for group in request.children.values() for child in group.values()])
+    return _listed([(key, c) for key, group in request.children.items() for c in group.values()])
 
 
-def _survives_cleanup(pod: dict[str, Any], policy: CleanPodPolicy) -> bool:
-    if dig(pod, "metadata", "deletionTimestamp") is not None:
+def _survives_cleanup(pod: Pod, policy: CleanPodPolicy) -> bool:
+    if pod.metadata.deletion_timestamp is not None:
         return False
     if policy is CleanPodPolicy.NONE:
         return True
     if policy is CleanPodPolicy.ALL:
         return False
-    return dig(pod, "status", "phase") in FINISHED_PHASES
+    return pod.status.phase in FINISHED_PHASES
 
 
 def after_cleanup(request: SyncRequest, policy: CleanPodPolicy) -> list[dict[str, Any]]:
@@ -73,15 +67,20 @@ def after_cleanup(request: SyncRequest, policy: CleanPodPolicy) -> list[dict[str
 
     ConfigMaps stay (the result record guards against a stale parent cache).
     """
-    pods = [p for p in request.group(POD).values() if _survives_cleanup(p, policy)]
+    observed = cast(dict[str, Pod], request.group(POD))
+    pods = [p for p in observed.values() if _survives_cleanup(p, policy)]
     slots = {_slot_key(p) for p in pods}
     services = [s for s in request.group(SERVICE).values() if _slot_key(s) in slots]
-    config_maps = list(request.group(CONFIG_MAP).values())
-    return _listed([*pods, *services, *config_maps])
+    return _listed(
+        [
+            *((POD, p) for p in pods),
+            *((SERVICE, s) for s in services),
+            *((CONFIG_MAP, c) for c in request.config_maps.values()),
+        ]
+    )
 
 
-def _slot_key(child: dict[str, Any]) -> tuple[str | None, str | None]:
-    """The replica type and index labels; a value that is not a string matches no slot."""
-    labels = dig_dict(child, "metadata", "labels")
-    kind, index = labels.get(LABEL_REPLICA_TYPE), labels.get(LABEL_REPLICA_INDEX)
-    return (kind if isinstance(kind, str) else None), (index if isinstance(index, str) else None)
+def _slot_key(child: Child) -> tuple[str | None, str | None]:
+    """The replica type and index labels."""
+    labels = child.metadata.labels
+    return labels.get(LABEL_REPLICA_TYPE), labels.get(LABEL_REPLICA_INDEX)

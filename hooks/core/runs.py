@@ -21,14 +21,14 @@ from datetime import datetime
 from enum import Enum
 from typing import Any
 
-from hooks.core import conditions as cond
-from hooks.core.api import ConditionStatus, ConditionType, JobMode, ReplicaType, RestartPolicy
+from hooks.core.api import ConditionType, JobMode, ReplicaType, RestartPolicy
+from hooks.core.children import ConfigMap
 from hooks.core.failure_policy import Action
-from hooks.core.fields import dig, dig_dict
 from hooks.core.job import Job
 from hooks.core.labels import job_labels
 from hooks.core.naming import Slot, run_from_record_name, run_record_name
 from hooks.core.observed import FINISHED_PHASES, ObservedPod, PodPhase
+from hooks.core.previous import PreviousStatus
 from hooks.core.rejoin import through_ps_lite
 from hooks.core.restarts import RunStart, SlotPlan, describe_exit, plan_slot, replica_words
 from hooks.core.timestamps import format_time, parse_time
@@ -75,9 +75,9 @@ def _slot_key(slot: Slot) -> str:
     return f"{slot.rtype.value}/{slot.index}"
 
 
-def _read_counts(job: Job, text: object) -> dict[Slot, int] | None:
+def _read_counts(job: Job, text: str | None) -> dict[Slot, int] | None:
     try:
-        raw = json.loads(text) if isinstance(text, str) else None
+        raw = json.loads(text) if text is not None else None
     except ValueError:
         return None
     if not isinstance(raw, dict):
@@ -88,28 +88,22 @@ def _read_counts(job: Job, text: object) -> dict[Slot, int] | None:
 
 
 def observed_record(
-    job: Job, config_maps: dict[str, dict[str, Any]]
-) -> tuple[RunRecord | None, dict[str, Any] | None]:
+    job: Job, config_maps: dict[str, ConfigMap]
+) -> tuple[RunRecord | None, ConfigMap | None]:
     """The newest well-formed run record among the observed ConfigMaps, and its object."""
-    found: list[tuple[int, dict[str, Any]]] = []
-    for child in config_maps.values():
-        name = dig(child, "metadata", "name")
-        run = run_from_record_name(job.name, name) if isinstance(name, str) else None
+    found: list[tuple[int, ConfigMap]] = []
+    for name, child in config_maps.items():
+        run = run_from_record_name(job.name, name)
         if run is not None:
             found.append((run, child))
     for run, child in sorted(found, key=lambda item: -item[0]):
-        data = dig_dict(child, "data")
+        data = child.data or {}
         counts = _read_counts(job, data.get("restartsBefore"))
         attempt = data.get("attempt")
         cause = data.get("cause")
-        # ConfigMap data values are strings; anything else (str() of a value nested a thousand
-        # levels deep would even raise RecursionError) is no record of ours.
-        if counts is None or not isinstance(cause, str):
+        if counts is None or cause is None:
             continue
-        if (
-            not (isinstance(attempt, str) and attempt.isascii() and attempt.isdigit())
-            or len(attempt) > 9
-        ):
+        if attempt is None or not (attempt.isascii() and attempt.isdigit()) or len(attempt) > 9:
             continue
         record = RunRecord(
             run=run,
@@ -249,34 +243,28 @@ def _in_progress(record: RunRecord | None, run: int, plans: list[SlotPlan], *, o
     return old or all(p.current is None or p.current.phase is PodPhase.PENDING for p in plans)
 
 
-def parent_shows(previous: dict[str, Any], message: str) -> bool:
+def _shows(previous: PreviousStatus, message: str) -> bool:
     """Whether the parent status shows Restarting=True with exactly this message."""
-    found = cond.find(cond.clean(previous.get("conditions")), ConditionType.RESTARTING)
-    return (
-        found is not None
-        and found.get("status") == ConditionStatus.TRUE
-        and found.get("message") == message
-    )
+    return previous.shows(ConditionType.RESTARTING, message)
 
 
 def may_delete_old_run(
-    previous: dict[str, Any], record: RunRecord | None, plans: list[SlotPlan]
+    previous: PreviousStatus, record: RunRecord | None, plans: list[SlotPlan]
 ) -> bool:
     """Older pods may go once the new run is observed, or once the parent status shows the
     deleting or the creating step, each written only after the record was observed."""
     if any(p.current is not None for p in plans):
         return True
-    return record is not None and any(
-        parent_shows(previous, record.message(step)) for step in (Step.DELETING, Step.CREATING)
-    )
+    steps = (Step.DELETING, Step.CREATING)
+    return record is not None and any(_shows(previous, record.message(s)) for s in steps)
 
 
-def may_create_run(previous: dict[str, Any], restart: RunRecord | None, *, old: bool) -> bool:
+def may_create_run(previous: PreviousStatus, restart: RunRecord | None, *, old: bool) -> bool:
     """New pods of a restarted run only once no older pod is observed and the parent status
     shows the creating step, written only after that was observed."""
     if old:
         return False
-    return restart is None or parent_shows(previous, restart.message(Step.CREATING))
+    return restart is None or _shows(previous, restart.message(Step.CREATING))
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -4,18 +4,18 @@ A pure function of the request: conditions are carried from the previous status 
 only by observed events, so a quiet job gets a byte-identical status and Metacontroller rests.
 """
 
-from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, Required, TypedDict, cast
 
 from hooks.core import conditions as cond
-from hooks.core.api import TERMINAL, ConditionStatus, ConditionType, Reason
+from hooks.core.api import ConditionType, Reason
 from hooks.core.job import Job
 from hooks.core.labels import type_selector
 from hooks.core.observed import ObservedPod, PodPhase
 from hooks.core.outcome import Outcome
+from hooks.core.previous import PreviousStatus
 from hooks.core.restarts import SlotPlan
-from hooks.core.timestamps import earliest, format_time, parse_time
+from hooks.core.timestamps import earliest, format_time
 
 
 class ReplicaStatus(TypedDict):
@@ -41,39 +41,21 @@ def _stamp(moment: datetime | None) -> str | None:
     return format_time(moment) if moment is not None else None
 
 
-def is_terminal(status: Mapping[str, Any]) -> bool:
-    """Whether a status already shows Succeeded or Failed (terminal, never flips back)."""
-    conditions = cond.clean(status.get("conditions"))
-    return any(cond.is_true(conditions, ctype) for ctype in TERMINAL)
-
-
-def failed_reason(status: Mapping[str, Any]) -> str | None:
-    """The reason of a status' Failed=True condition, if any."""
-    found = cond.find(cond.clean(status.get("conditions")), ConditionType.FAILED)
-    return found.get("reason") if found and found.get("status") == ConditionStatus.TRUE else None
-
-
-def frozen(status: dict[str, Any]) -> JobStatus:
+def frozen(previous: PreviousStatus) -> JobStatus:
     """A finished job's status as recorded (by this hook, so of its shape); Metacontroller owns
     `observedGeneration`."""
-    return cast(JobStatus, {k: v for k, v in status.items() if k != "observedGeneration"})
-
-
-def carried_start(previous: dict[str, Any]) -> datetime | None:
-    """The startTime of the previous status, if it holds a valid one."""
-    return parse_time(previous.get("startTime"))
+    written = previous.written
+    return cast(JobStatus, {k: v for k, v in written.items() if k != "observedGeneration"})
 
 
 def start_time(
-    previous: dict[str, Any], pods: dict[Any, list[ObservedPod]], *, queued: bool = False
+    previous: PreviousStatus, pods: dict[Any, list[ObservedPod]], *, queued: bool = False
 ) -> datetime | None:
     """Earliest pod creation of the current run; carried forward, except across a resume. A
     job in a Kueue queue starts when its first pod is admitted and scheduled (or, without that
     moment, starts running): time spent queued is not run time (docs/scheduling.md#kueue)."""
-    carried = carried_start(previous)
-    resumed = cond.is_true(cond.clean(previous.get("conditions")), ConditionType.SUSPENDED)
-    if carried is not None and not resumed:
-        return carried
+    if previous.start is not None and not previous.is_true(ConditionType.SUSPENDED):
+        return previous.start
     live = [p for attempts in pods.values() for p in attempts if not p.terminating]
     return earliest(*((p.scheduled or p.started) if queued else p.created for p in live))
 
@@ -108,11 +90,11 @@ def _assemble(
 
 
 def created(
-    name: str, created_at: datetime | None, previous: dict[str, Any]
+    name: str, created_at: datetime | None, previous: PreviousStatus
 ) -> list[cond.Condition]:
     """Previous conditions with `Created` ensured, stamped with the job's creation."""
     return cond.set_condition(
-        cond.clean(previous.get("conditions")),
+        previous.conditions,
         ConditionType.CREATED,
         status=True,
         reason=Reason.CREATED,
@@ -123,7 +105,7 @@ def created(
 
 def active_status(
     job: Job,
-    previous: dict[str, Any],
+    previous: PreviousStatus,
     plans: list[SlotPlan],
     outcome: Outcome,
     start: datetime | None,
@@ -157,7 +139,7 @@ def active_status(
     )
 
 
-def suspended_status(job: Job, previous: dict[str, Any]) -> JobStatus:
+def suspended_status(job: Job, previous: PreviousStatus) -> JobStatus:
     """Suspended=True, Running=False; no pods, so zero counts; startTime kept."""
     moment = _stamp(job.spec_changed)
     message = f"MXJob {job.name} is suspended."
@@ -179,12 +161,12 @@ def suspended_status(job: Job, previous: dict[str, Any]) -> JobStatus:
         message=message,
         time=moment,
     )
-    return _assemble(conditions, replica_statuses(job, []), _stamp(carried_start(previous)), None)
+    return _assemble(conditions, replica_statuses(job, []), _stamp(previous.start), None)
 
 
 def invalid_status(
     name: str,
-    previous: dict[str, Any],
+    previous: PreviousStatus,
     message: str,
     created_at: datetime | None,
     changed_at: datetime | None,
@@ -199,11 +181,11 @@ def invalid_status(
         message=message,
         time=_stamp(changed_at),
     )
-    replicas = previous.get("replicaStatuses")
+    replicas = previous.written.get("replicaStatuses")
     return _assemble(
         conditions,
         # Carried as the last sync wrote them (or the user left them): echoed, not read.
         cast(dict[str, ReplicaStatus], replicas) if isinstance(replicas, dict) else {},
-        _stamp(carried_start(previous)),
+        _stamp(previous.start),
         None,
     )

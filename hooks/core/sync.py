@@ -16,22 +16,20 @@ from datetime import datetime
 from typing import Any, Required, TypedDict, cast
 
 from hooks.core import gang, retention, runs, status
-from hooks.core.api import OWN_MANAGERS, CleanPodPolicy, Reason
+from hooks.core.api import CleanPodPolicy, Reason
 from hooks.core.configmaps import desired_config, desired_result, recorded_status
 from hooks.core.failure_policy import start_deadline
-from hooks.core.fields import dig, dig_list
 from hooks.core.job import Job
 from hooks.core.naming import Slot, result_name
-from hooks.core.observed import ObservedPod, lost_at, pods_by_slot
+from hooks.core.observed import ObservedPod, lost_at
 from hooks.core.outcome import deadline_at, decide
 from hooks.core.pods import desired_pod
-from hooks.core.queueing import read_queue
-from hooks.core.request import CONFIG_MAP, POD, SyncRequest
+from hooks.core.previous import PreviousStatus
+from hooks.core.request import CONFIG_MAP, SyncRequest
 from hooks.core.restarts import SlotPlan
 from hooks.core.services import desired_service
 from hooks.core.spec import Problem, load
 from hooks.core.status import JobStatus
-from hooks.core.timestamps import latest, parse_time
 from hooks.core.validation import validate
 from hooks.core.waiting import waiting_for
 
@@ -64,23 +62,17 @@ class SyncResponse:
 def sync(request: SyncRequest, now: datetime) -> SyncResponse:
     """Decide the desired state of one MXJob, by the first state it is in: managed by another
     controller (left alone), invalid, finished, suspended, active."""
-    if _managed_elsewhere(request.parent):
-        return SyncResponse(cast(JobStatus, request.status), retention.keep_all(request))
-    record = recorded_status(request.group(CONFIG_MAP).get(result_name(request.name)))
+    if request.managed_elsewhere:
+        return SyncResponse(cast(JobStatus, request.previous.written), retention.keep_all(request))
+    record = recorded_status(request.config_maps.get(result_name(request.name)))
     job, problems = _read_job(request)
     if job is None:
         return _invalid(request, problems, record)
-    if status.is_terminal(request.status) or record is not None:
+    if request.previous.terminal or record is not None:
         return _finished(job, request, record)
     if job.spec.run_policy.suspend:
         return _suspended(job, request)
     return _active(job, request, now)
-
-
-def _managed_elsewhere(parent: dict[str, Any]) -> bool:
-    """`runPolicy.managedBy` names another controller (MultiKueue): hands off entirely."""
-    managers = (dig(parent, "spec", "runPolicy", "managedBy"), dig(parent, "spec", "managedBy"))
-    return any(m is not None and m not in OWN_MANAGERS for m in managers)
 
 
 def _read_job(request: SyncRequest) -> tuple[Job | None, list[Problem]]:
@@ -90,54 +82,48 @@ def _read_job(request: SyncRequest) -> tuple[Job | None, list[Problem]]:
         problems = validate(request.name, spec)
     if spec is None or problems:
         return None, problems
-    created, changed = _moments(request.parent)
     job = Job(
         name=request.name,
         namespace=request.namespace,
         spec=spec,
-        gang=gang.detect(request.controller, list(request.children)),
-        created=created,
-        spec_changed=changed,
-        queue=read_queue(request.parent),
+        gang=request.gang,
+        created=request.created,
+        spec_changed=request.spec_changed,
+        queue=request.queue,
     )
     return job, []
 
 
-def _moments(parent: dict[str, Any]) -> tuple[datetime | None, datetime | None]:
-    """When the job was created, and when its spec last changed (its creation if never)."""
-    created = parse_time(dig(parent, "metadata", "creationTimestamp"))
-    return created, _spec_changed(parent) or created
-
-
 def _invalid(
-    request: SyncRequest, problems: list[Problem], record: dict[str, Any] | None
+    request: SyncRequest, problems: list[Problem], record: PreviousStatus | None
 ) -> SyncResponse:
     """Failed with MXJobInvalidSpec; every observed child is kept, nothing is created. A job
     that had already finished for another reason keeps its status: a spec this hook refuses
     (one training-operator ran, say: docs/migration.md) does not rewrite a finished job's
     history."""
-    ended = record if record is not None else request.status
-    if status.is_terminal(ended) and status.failed_reason(ended) != Reason.INVALID_SPEC:
+    ended = record if record is not None else request.previous
+    if ended.terminal and ended.failed_reason != Reason.INVALID_SPEC:
         return SyncResponse(status.frozen(ended), retention.keep_all(request), invalid=problems)
     message = f"MXJob {request.name} has an invalid spec: " + "; ".join(map(str, problems))
-    created, changed = _moments(request.parent)
-    new_status = status.invalid_status(request.name, request.status, message, created, changed)
+    new_status = status.invalid_status(
+        request.name, request.previous, message, request.created, request.spec_changed
+    )
     return SyncResponse(new_status, retention.keep_all(request), invalid=problems)
 
 
 def _suspended(job: Job, request: SyncRequest) -> SyncResponse:
     """Suspended: no pods, no Services; only the config ConfigMap stays."""
-    return SyncResponse(status.suspended_status(job, request.status), [desired_config(job)])
+    return SyncResponse(status.suspended_status(job, request.previous), [desired_config(job)])
 
 
-def _finished(job: Job, request: SyncRequest, record: dict[str, Any] | None) -> SyncResponse:
+def _finished(job: Job, request: SyncRequest, record: PreviousStatus | None) -> SyncResponse:
     """A finished job: its status frozen; cleanup only once the parent status shows it."""
-    previous = request.status
-    if record is not None and not status.is_terminal(previous):
+    previous = request.previous
+    if record is not None and not previous.terminal:
         # Stale parent cache: the record says finished, so restore it and touch nothing.
         return SyncResponse(status.frozen(record), retention.keep_all(request))
     final = status.frozen(previous)
-    reason = status.failed_reason(final)
+    reason = previous.failed_reason
     if reason == Reason.INVALID_SPEC:
         # The job never ran under this controller's decisions: keep what the user has.
         return SyncResponse(final, retention.keep_all(request))
@@ -153,12 +139,11 @@ def _finished(job: Job, request: SyncRequest, record: dict[str, Any] | None) -> 
 
 def _active(job: Job, request: SyncRequest, now: datetime) -> SyncResponse:
     """A valid, unsuspended, unfinished job: plan its run, decide, list its children."""
-    previous = request.status
-    pods = pods_by_slot(job.name, request.group(POD))
-    record, record_child = runs.observed_record(job, request.group(CONFIG_MAP))
+    previous, pods = request.previous, request.pods
+    record, record_child = runs.observed_record(job, request.config_maps)
     plan = runs.plan_run(job, pods, record, now)
     start = status.start_time(previous, pods, queued=job.queue is not None)
-    waits = waiting_for(job, _observed_group(job, request), _current(plan))
+    waits = waiting_for(job, request.pod_group, _current(plan))
     outcome = decide(job, plan, start, now, waits)
     new_status = status.active_status(job, previous, plan.plans, outcome, start)
     if outcome.finished:
@@ -173,7 +158,7 @@ def _active(job: Job, request: SyncRequest, now: datetime) -> SyncResponse:
     if plan.fresh is not None:
         listed.append(runs.record_config_map(job, plan.fresh))
     elif record_child is not None:
-        listed.append(retention.as_observed(record_child))
+        listed.append(retention.as_observed(CONFIG_MAP, record_child))
     if not runs.may_delete_old_run(previous, record, plan.plans):
         listed.extend(_kept_pods(job, plan.old))
     return SyncResponse(new_status, listed, _resync(job, start, plan, pods, now))
@@ -201,11 +186,6 @@ def _resync(
     return max(1.0, math.ceil((min(ahead) - now).total_seconds()))
 
 
-def _observed_group(job: Job, request: SyncRequest) -> dict[str, Any] | None:
-    """The job's PodGroup as observed, when it is gang-scheduled and the group exists."""
-    return request.group(job.gang.value).get(job.name) if job.gang is not None else None
-
-
 def _current(plan: runs.RunPlan) -> list[ObservedPod]:
     return [p.current for p in plan.plans if p.current is not None]
 
@@ -230,7 +210,7 @@ def _active_children(
     result: list[dict[str, Any]] = [desired_config(job)]
     if job.gang is not None:
         result.append(gang.pod_group(job.gang, job.name, job.namespace, job.spec))
-    admit = creating and gang.admits_new_pods(job.gang, _observed_group(job, request))
+    admit = creating and gang.admits_new_pods(job.gang, request.pod_group)
     for plan in plans:
         result.extend(_kept_pods(job, plan.keep))
         if plan.create_attempt is not None and admit:
@@ -243,24 +223,12 @@ def _active_children(
 
 
 def _is_result(job: Job, child: dict[str, Any]) -> bool:
-    return child.get("kind") == "ConfigMap" and dig(child, "metadata", "name") == result_name(
-        job.name
-    )
+    return bool(child["kind"] == "ConfigMap" and child["metadata"]["name"] == result_name(job.name))
 
 
 def _unique(listed: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """One child per kind and name, first listing wins."""
     seen: dict[tuple[str, str], dict[str, Any]] = {}
     for child in listed:
-        seen.setdefault((str(child.get("kind")), str(dig(child, "metadata", "name"))), child)
+        seen.setdefault((str(child["kind"]), str(child["metadata"]["name"])), child)
     return list(seen.values())
-
-
-def _spec_changed(parent: dict[str, Any]) -> datetime | None:
-    """When the spec last changed: the latest non-status managedFields entry, if any."""
-    times = [
-        parse_time(entry.get("time"))
-        for entry in dig_list(parent, "metadata", "managedFields")
-        if isinstance(entry, dict) and not entry.get("subresource")
-    ]
-    return latest(*times)

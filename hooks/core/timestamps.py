@@ -31,3 +31,11 @@ def earliest(*moments: datetime | None) -> datetime | None:
     """The earliest of the known moments, or `None` if none is known."""
     known = [m for m in moments if m is not None]
     return min(known) if known else None
+
+
+def moment(value: datetime | None) -> datetime | None:
+    """A timestamp decoded with its zone (hooks/core/children.py) as `parse_time` reads one:
+    UTC, whole seconds."""
+    if value is None or (value.tzinfo is UTC and not value.microsecond):
+        return value
+    return value.astimezone(UTC).replace(microsecond=0)

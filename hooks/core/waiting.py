@@ -1,9 +1,7 @@
 """What a job whose pods are not all placed waits for, in words for its status: its gang
 scheduler or its Kueue queue (docs/scheduling.md#while-a-job-waits)."""
 
-from typing import Any
-
-from hooks.core.fields import dig_dict, dig_list
+from hooks.core.children import PodGroup
 from hooks.core.gang import PLUGINS_SCHEDULER, VOLCANO_SCHEDULER, Gang, admits_new_pods, min_member
 from hooks.core.job import Job
 from hooks.core.observed import FINISHED_PHASES, ObservedPod, quoted
@@ -12,7 +10,7 @@ from hooks.core.queueing import ADMISSION_GATE, queue_group
 _SCHEDULERS = {Gang.VOLCANO: VOLCANO_SCHEDULER, Gang.SCHEDULER_PLUGINS: PLUGINS_SCHEDULER}
 
 
-def waiting_for(job: Job, group: dict[str, Any] | None, pods: list[ObservedPod]) -> str | None:
+def waiting_for(job: Job, group: PodGroup | None, pods: list[ObservedPod]) -> str | None:
     """Why the job's current pods are not all bound yet, if its queue or its gang scheduler
     holds them."""
     return _queued(job, pods) or _gang(job, group, pods)
@@ -35,12 +33,12 @@ def _alive(pods: list[ObservedPod]) -> list[ObservedPod]:
     return [p for p in pods if p.phase not in FINISHED_PHASES and not p.terminating]
 
 
-def _gang(job: Job, group: dict[str, Any] | None, pods: list[ObservedPod]) -> str | None:
+def _gang(job: Job, group: PodGroup | None, pods: list[ObservedPod]) -> str | None:
     if job.gang is None:
         return None
     wanted = min_member(job.spec)
     if not admits_new_pods(job.gang, group):
-        phase = dig_dict(group, "status").get("phase") or "not seen yet"
+        phase = (group.status.phase if group is not None else None) or "not seen yet"
         words = f"waiting for Volcano to admit PodGroup {job.name} ({wanted} pods; phase {phase})"
         return _with_condition(words, group)
     alive = _alive(pods)
@@ -53,9 +51,11 @@ def _gang(job: Job, group: dict[str, Any] | None, pods: list[ObservedPod]) -> st
     return _with_condition(words, group) if blocked is None else f"{words}; {blocked}"
 
 
-def _with_condition(words: str, group: dict[str, Any] | None) -> str:
+def _with_condition(words: str, group: PodGroup | None) -> str:
     """The words, with the PodGroup's newest condition and its message where it has one."""
-    conditions = [c for c in dig_list(group, "status", "conditions") if isinstance(c, dict)]
-    latest = conditions[-1] if conditions else {}
-    reason = latest.get("reason") or latest.get("type")
-    return quoted(f"{words}; {reason}", latest.get("message")) if reason else words
+    conditions = group.status.conditions if group is not None else []
+    if not conditions:
+        return words
+    latest = conditions[-1]
+    reason = latest.reason or latest.type
+    return quoted(f"{words}; {reason}", latest.message) if reason else words

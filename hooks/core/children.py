@@ -1,0 +1,208 @@
+"""Observed children as typed shapes: of each kind, exactly the fields the core reads.
+
+Metacontroller sends every child in full (managedFields, volumes, the kubelet's status of every
+container); the hook reads a dozen fields of each. These msgspec shapes name only those, so the
+rest is skipped while scanning and never becomes Python objects. They are the only place that
+lists what the core reads of a child: the HTTP adapter decodes the request bytes straight into
+them (hooks/wire.py) and `decode_group` reads a request already in Python objects the same way.
+
+The types are the ones Kubernetes gives these fields. A child that does not have them is no
+object the API server holds: the request is refused, naming the field (`ChildError`).
+
+A child's `spec` (and the body of a kind the hook does not read) stays `msgspec.Raw`, its own
+bytes: echoed untouched when the hook keeps an observed child (hooks/core/retention.py). Of a
+pod's spec, the three fields the core reads are decoded from those bytes (`pod_spec`).
+"""
+
+from datetime import datetime
+from typing import Annotated, Any, TypeVar
+
+import msgspec
+from msgspec import UNSET, Raw, Struct, UnsetType
+
+from hooks.core.fields import MAX_DEPTH, too_deep
+
+#: The group key of pods (`Kind.apiVersion`, as Metacontroller keys children).
+POD = "Pod.v1"
+#: A Kubernetes timestamp: RFC 3339 with its zone, as `metav1.Time` writes it.
+Moment = Annotated[datetime, msgspec.Meta(tz=True)]
+
+
+_C = TypeVar("_C", bound="Child")
+
+
+class ChildError(ValueError):
+    """A child that is not of the shape its kind has: names the group, the child and the field."""
+
+
+class _Shape(Struct, frozen=True, rename="camel"):
+    """Fields named in Python style, read from their Kubernetes (camelCase) names."""
+
+
+class Meta(_Shape, frozen=True):
+    """The metadata of any child."""
+
+    name: str
+    namespace: str | None = None
+    labels: dict[str, str] = {}
+    annotations: dict[str, str] = {}
+    creation_timestamp: Moment | None = None
+    deletion_timestamp: Moment | None = None
+
+
+class Child(_Shape, frozen=True):
+    """A child of a kind of which the hook reads only the metadata (Services)."""
+
+    metadata: Meta
+    spec: Raw | UnsetType = UNSET
+
+
+class Condition(_Shape, frozen=True):
+    """A pod's or a PodGroup's condition."""
+
+    type: str | None = None
+    status: str | None = None
+    reason: str | None = None
+    message: str | None = None
+    last_transition_time: Moment | None = None
+
+
+class Running(_Shape, frozen=True):
+    started_at: Moment | None = None
+
+
+class Terminated(_Shape, frozen=True):
+    exit_code: int | None = None
+    reason: str | None = None
+    message: str | None = None
+    started_at: Moment | None = None
+    finished_at: Moment | None = None
+
+
+class Waiting(_Shape, frozen=True):
+    reason: str | None = None
+    message: str | None = None
+
+
+class ContainerState(_Shape, frozen=True):
+    """One of running, terminated or waiting (the kubelet sets one; none while unknown)."""
+
+    running: Running | None = None
+    terminated: Terminated | None = None
+    waiting: Waiting | None = None
+
+
+_NO_STATE = ContainerState()
+
+
+class ContainerStatus(_Shape, frozen=True):
+    name: str | None = None
+    restart_count: int = 0
+    state: ContainerState = _NO_STATE
+
+
+class PodStatus(_Shape, frozen=True):
+    """Phase, reason, start, conditions (DisruptionTarget, Kueue's TerminationTarget, …) and the
+    state of every container: the rejoin wait and the user's init containers say why a pod
+    cannot start, the mxnet container how it ended."""
+
+    phase: str | None = None
+    reason: str | None = None
+    start_time: Moment | None = None
+    conditions: list[Condition] = []
+    container_statuses: list[ContainerStatus] = []
+    init_container_statuses: list[ContainerStatus] = []
+
+
+class Gate(_Shape, frozen=True):
+    name: str | None = None
+
+
+class PodSpec(_Shape, frozen=True):
+    """What the core reads of a pod's spec: where it is bound, which scheduler holds it, and
+    Kueue's gate (docs/scheduling.md)."""
+
+    node_name: str | None = None
+    scheduler_name: str | None = None
+    scheduling_gates: list[Gate] = []
+
+
+class Pod(Child, frozen=True):
+    status: PodStatus = PodStatus()
+
+
+class ConfigMap(Child, frozen=True):
+    """The job's own ConfigMaps: MX_CONFIG's parts, run records, the result record."""
+
+    data: dict[str, str] | UnsetType = UNSET
+    binary_data: dict[str, str] | UnsetType = UNSET
+    immutable: bool | UnsetType = UNSET
+
+
+class GroupStatus(_Shape, frozen=True):
+    """Volcano admits a gang's pods once its PodGroup has left Pending; the newest condition
+    says why it waits."""
+
+    phase: str | None = None
+    conditions: list[Condition] = []
+
+
+class PodGroup(Child, frozen=True):
+    status: GroupStatus = GroupStatus()
+
+
+class Other(Child, frozen=True):
+    """A child of a kind the hook does not know: kept as it came (its body as raw bytes)."""
+
+    api_version: Any = None
+    kind: Any = None
+    data: Raw | UnsetType = UNSET
+    binary_data: Raw | UnsetType = UNSET
+    immutable: Raw | UnsetType = UNSET
+
+
+#: The fields of its body a kept child echoes where it has them (retention.as_observed), by
+#: attribute: their names in the object.
+BODY_FIELDS = {
+    "spec": "spec",
+    "data": "data",
+    "binary_data": "binaryData",
+    "immutable": "immutable",
+}
+
+_POD_SPEC = msgspec.json.Decoder(PodSpec)
+_NO_SPEC = PodSpec()
+
+
+def pod_spec(pod: Pod) -> PodSpec:
+    """The fields of a pod's spec the core reads, decoded from its raw bytes."""
+    if isinstance(pod.spec, UnsetType):
+        return _NO_SPEC
+    try:
+        return _POD_SPEC.decode(pod.spec)
+    except msgspec.MsgspecError as exc:
+        where = str(exc).replace("`$", "`$.spec", 1)
+        raise ChildError(f"'children.{POD}.{pod.metadata.name}': {where}") from None
+
+
+def decode_child(kind: type[_C], child: object) -> _C:
+    """A child given as Python objects, read into the shape of its kind; raises ChildError."""
+    try:
+        return msgspec.json.decode(msgspec.json.encode(child), type=kind)
+    except msgspec.MsgspecError as exc:
+        raise ChildError(str(exc)) from None
+    except RecursionError:
+        where = too_deep(child) or ""
+        raise ChildError(f"'{where[1:]}' nests deeper than {MAX_DEPTH} levels") from None
+
+
+def decode_group(kind: type[Child], key: str, members: dict[str, object]) -> dict[str, Child]:
+    """The children of one group, each read into `kind`, by member key; raises ChildError
+    naming the first that does not fit."""
+    decoded: dict[str, Child] = {}
+    for member, child in members.items():
+        try:
+            decoded[member] = decode_child(kind, child)
+        except ChildError as exc:
+            raise ChildError(f"'children.{key}.{member}': {exc}") from None
+    return decoded

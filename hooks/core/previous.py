@@ -1,0 +1,63 @@
+"""The status the last sync wrote, read once: what the hook carries forward and the steps a
+restart waits to see (docs/status.md, docs/run-policy.md).
+
+Metacontroller sends the parent as its cache holds it, so the status may be stale, and nothing
+but the hook should write it; one the hook cannot read is treated like a stale cache: rebuilt
+from the children, never a reason to refuse. Its conditions are cleaned here, once: well-formed
+ones of known types, with known keys only.
+"""
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from hooks.core import conditions as cond
+from hooks.core.api import TERMINAL, ConditionStatus, ConditionType
+from hooks.core.timestamps import parse_time
+
+
+@dataclass(frozen=True)
+class PreviousStatus:
+    """A job status as written before: by the last sync, or in the job's result record."""
+
+    #: As it came, for a status that is carried whole (a finished or handed-off job).
+    written: dict[str, Any] = field(default_factory=dict)
+    conditions: list[cond.Condition] = field(default_factory=list)
+    start: datetime | None = None
+
+    def is_true(self, ctype: ConditionType) -> bool:
+        """Whether it has the condition of a type with status True."""
+        return cond.is_true(self.conditions, ctype)
+
+    @property
+    def terminal(self) -> bool:
+        """Whether it shows Succeeded or Failed (terminal, never flips back)."""
+        return any(self.is_true(ctype) for ctype in TERMINAL)
+
+    @property
+    def failed_reason(self) -> str | None:
+        """The reason of its Failed=True condition, if any."""
+        found = cond.find(self.conditions, ConditionType.FAILED)
+        return (
+            found.get("reason") if found and found.get("status") == ConditionStatus.TRUE else None
+        )
+
+    def shows(self, ctype: ConditionType, message: str) -> bool:
+        """Whether it has the condition of a type True with exactly this message."""
+        found = cond.find(self.conditions, ctype)
+        return (
+            found is not None
+            and found.get("status") == ConditionStatus.TRUE
+            and found.get("message") == message
+        )
+
+
+def read_previous(status: object) -> PreviousStatus:
+    """A written status; anything but an object reads as none."""
+    if not isinstance(status, dict):
+        return PreviousStatus()
+    return PreviousStatus(
+        written=status,
+        conditions=cond.clean(status.get("conditions")),
+        start=parse_time(status.get("startTime")),
+    )
