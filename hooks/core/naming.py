@@ -27,12 +27,22 @@ class Slot:
 
     def name(self, job: str) -> str:
         """The slot name, shared by its first pod and its Service."""
-        return f"{job}-{self.rtype.short}-{self.index}"
+        return slot_prefix(job, self.rtype) + str(self.index)
 
     def pod_name(self, job: str, attempt: int) -> str:
         """The pod of the given attempt: the slot name, then `-rN` for replacements."""
-        base = self.name(job)
-        return base if attempt == 0 else f"{base}-r{attempt}"
+        return attempt_name(self.name(job), attempt)
+
+
+def slot_prefix(job: str, rtype: ReplicaType) -> str:
+    """What the name of every slot of a replica type starts with; its index follows."""
+    return f"{job}-{rtype.short}-"
+
+
+def attempt_name(slot_name: str, attempt: int) -> str:
+    """The name of a slot's pod of the given attempt: `-rN` after the slot name for
+    replacements."""
+    return slot_name if attempt == 0 else f"{slot_name}-r{attempt}"
 
 
 def config_map_name(job: str) -> str:
