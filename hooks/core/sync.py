@@ -28,7 +28,7 @@ from hooks.core.pods import PodMaker
 from hooks.core.queueing import read_queue
 from hooks.core.request import CONFIG_MAP, POD, SyncRequest
 from hooks.core.restarts import SlotPlan
-from hooks.core.services import desired_service
+from hooks.core.services import ServiceMaker
 from hooks.core.spec import Problem, load
 from hooks.core.status import JobStatus
 from hooks.core.timestamps import latest, parse_time
@@ -232,14 +232,14 @@ def _active_children(
     if job.gang is not None:
         result.append(gang.pod_group(job.gang, job.name, job.namespace, job.spec))
     admit = creating and gang.admits_new_pods(job.gang, _observed_group(job, request))
-    pods = PodMaker(job)
+    pods, services = PodMaker(job), ServiceMaker(job)
     for plan in plans:
         result.extend(_kept_by(pods, plan.keep))
         if plan.create_attempt is not None and admit:
             result.append(
                 pods.pod(plan.slot, plan.create_attempt, plan.create_restarts_before, plan.run)
             )
-        result.append(desired_service(job, plan.slot))
+        result.append(services.service(plan.slot))
     return result
 
 
