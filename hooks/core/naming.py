@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from hooks.core.api import ALL_TYPES, ReplicaType
+from hooks.core.api import ALL_TYPES, TYPE_BY_FOLDED_NAME, ReplicaType
 
 DNS_LABEL_MAX = 63
 #: Replacements a slot may have; `-r9999` is reserved whenever a pod of the job can be replaced.
@@ -94,5 +94,4 @@ def parse_pod_name(job: str, name: str) -> tuple[Slot, int] | None:
     match = _pod_pattern(job).match(name)
     if match is None:
         return None
-    rtype = next(t for t in ALL_TYPES if t.short == match["type"])
-    return Slot(rtype, int(match["index"])), int(match["attempt"] or 0)
+    return Slot(TYPE_BY_FOLDED_NAME[match["type"]], int(match["index"])), int(match["attempt"] or 0)
