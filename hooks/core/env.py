@@ -19,8 +19,8 @@ from hooks.core.api import (
     JobMode,
     ReplicaType,
 )
-from hooks.core.naming import Slot, config_map_name
-from hooks.core.spec import JobSpec
+from hooks.core.naming import Slot, config_map_name, slot_prefix
+from hooks.core.spec import JobSpec, ReplicaSpec
 
 CLUSTER_VAR = "MXJOB_CLUSTER"
 LABELS_VAR = "MXJOB_LABELS"
@@ -43,14 +43,17 @@ def _compact(value: object) -> str:
 
 def cluster_json(job: str, spec: JobSpec) -> str:
     """`{type: [{"url": slot name, "port": mxjob-port}, …]}`, types sorted, in Go field order."""
-    entries = {
-        rtype.short: ",".join(
-            f'{{"url":{json.dumps(Slot(rtype, i).name(job))},"port":{replica.mxnet_port}}}'
-            for i in range(replica.replicas)
-        )
-        for rtype, replica in spec.replicas.items()
-    }
+    entries = {rtype.short: _urls(job, replica) for rtype, replica in spec.replicas.items()}
     return "{" + ",".join(f'"{t}":[{entries[t]}]' for t in sorted(entries)) + "}"
+
+
+def _urls(job: str, replica: ReplicaSpec) -> str:
+    """The comma-separated `cluster` entries of one replica type, a slot name each."""
+    # A slot name's JSON is its prefix's JSON string, still open, then the index's digits:
+    # JSON escapes character by character and digits need none.
+    opened = json.dumps(slot_prefix(job, replica.rtype))[:-1]
+    port = replica.mxnet_port
+    return ",".join(f'{{"url":{opened}{i}","port":{port}}}' for i in range(replica.replicas))
 
 
 def labels_json(spec: JobSpec) -> str:
