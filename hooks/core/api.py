@@ -32,10 +32,12 @@ class ReplicaType(StrEnum):
     TUNER_SERVER = "TunerServer"
     TUNER = "Tuner"
 
-    @property
-    def short(self) -> str:
-        """Lower-case form used in child names, labels and DMLC_ROLE."""
-        return self.value.lower()
+    #: Lower-case form used in child names, labels and DMLC_ROLE.
+    short: str
+
+    def __init__(self, value: str) -> None:
+        # Set once per member: it is read for every child name and label.
+        self.short = value.lower()
 
 
 #: Replica types allowed in each mode, in the order children and statuses are listed.

@@ -19,8 +19,8 @@ from hooks.core.api import (
     JobMode,
     ReplicaType,
 )
-from hooks.core.naming import Slot, config_map_name
-from hooks.core.spec import JobSpec
+from hooks.core.naming import Slot, config_map_name, slot_prefix
+from hooks.core.spec import JobSpec, ReplicaSpec
 
 CLUSTER_VAR = "MXJOB_CLUSTER"
 LABELS_VAR = "MXJOB_LABELS"
@@ -43,14 +43,17 @@ def _compact(value: object) -> str:
 
 def cluster_json(job: str, spec: JobSpec) -> str:
     """`{type: [{"url": slot name, "port": mxjob-port}, …]}`, types sorted, in Go field order."""
-    entries = {
-        rtype.short: ",".join(
-            f'{{"url":{json.dumps(Slot(rtype, i).name(job))},"port":{replica.mxnet_port}}}'
-            for i in range(replica.replicas)
-        )
-        for rtype, replica in spec.replicas.items()
-    }
+    entries = {rtype.short: _urls(job, replica) for rtype, replica in spec.replicas.items()}
     return "{" + ",".join(f'"{t}":[{entries[t]}]' for t in sorted(entries)) + "}"
+
+
+def _urls(job: str, replica: ReplicaSpec) -> str:
+    """The comma-separated `cluster` entries of one replica type, a slot name each."""
+    # A slot name's JSON is its prefix's JSON string, still open, then the index's digits:
+    # JSON escapes character by character and digits need none.
+    opened = json.dumps(slot_prefix(job, replica.rtype))[:-1]
+    port = replica.mxnet_port
+    return ",".join(f'{{"url":{opened}{i}","port":{port}}}' for i in range(replica.replicas))
 
 
 def labels_json(spec: JobSpec) -> str:
@@ -65,9 +68,13 @@ def labels_json(spec: JobSpec) -> str:
     )
 
 
-def task_json(slot: Slot) -> str:
-    """`{"type": t, "index": i}` in the field order of the Go operator."""
-    return f'{{"type":"{slot.rtype.short}","index":{slot.index}}}'
+def mx_config(role: str, index: str) -> str:
+    """MX_CONFIG before `$(VAR)` expansion: the ConfigMap's cluster and labels, then the slot's
+    task `{"type": t, "index": i}` in the field order of the Go operator."""
+    return (
+        f'{{"cluster":$({CLUSTER_VAR}),"labels":$({LABELS_VAR}),'
+        f'"task":{{"type":"{role}","index":{index}}}}}'
+    )
 
 
 def _var(name: str, value: str) -> dict[str, Any]:
@@ -84,33 +91,51 @@ def _from_config_map(name: str, config_map: str, key: str) -> dict[str, Any]:
     return {"name": name, "valueFrom": {"configMapKeyRef": {"name": config_map, "key": key}}}
 
 
-def injected_env(job: str, spec: JobSpec, slot: Slot) -> list[dict[str, Any]]:
-    """The variables this controller owns, in an order where references precede their use."""
-    scheduler = spec.replicas.get(ReplicaType.SCHEDULER)
-    config_map = config_map_name(job)
-    env = [
-        _var("DMLC_PS_ROOT_URI", Slot(ReplicaType.SCHEDULER, 0).name(job) if scheduler else ""),
-        _var("DMLC_PS_ROOT_PORT", str(scheduler.mxnet_port) if scheduler else "0"),
-        _var("DMLC_NUM_SERVER", str(spec.count(ReplicaType.SERVER))),
-        _var("DMLC_NUM_WORKER", str(spec.count(ReplicaType.WORKER))),
-        _var("DMLC_ROLE", slot.rtype.short),
-        _var("DMLC_USE_KUBERNETES", "1"),
-    ]
-    if slot.rtype is ReplicaType.WORKER:
-        env.append(_var("DMLC_WORKER_ID", str(slot.index)))
-    env += [
-        _from_config_map(CLUSTER_VAR, config_map, CLUSTER_KEY),
-        _from_config_map(LABELS_VAR, config_map, LABELS_KEY),
-        _var(
-            "MX_CONFIG",
-            f'{{"cluster":$({CLUSTER_VAR}),"labels":$({LABELS_VAR}),"task":{task_json(slot)}}}',
-        ),
+class ReplicaEnv:
+    """The environment of the containers of one replica type's pods. Only DMLC_WORKER_ID and
+    MX_CONFIG's task depend on the slot, so the rest is built once per type and shared,
+    read-only, by its pods (a large job's pods differ in little else)."""
+
+    def __init__(self, job: str, spec: JobSpec, rtype: ReplicaType) -> None:
+        scheduler = spec.replicas.get(ReplicaType.SCHEDULER)
+        config_map = config_map_name(job)
+        self._role = rtype.short
+        self._worker = rtype is ReplicaType.WORKER
+        self._before = [
+            _var("DMLC_PS_ROOT_URI", Slot(ReplicaType.SCHEDULER, 0).name(job) if scheduler else ""),
+            _var("DMLC_PS_ROOT_PORT", str(scheduler.mxnet_port) if scheduler else "0"),
+            _var("DMLC_NUM_SERVER", str(spec.count(ReplicaType.SERVER))),
+            _var("DMLC_NUM_WORKER", str(spec.count(ReplicaType.WORKER))),
+            _var("DMLC_ROLE", self._role),
+            _var("DMLC_USE_KUBERNETES", "1"),
+        ]
+        self._references = [
+            _from_config_map(CLUSTER_VAR, config_map, CLUSTER_KEY),
+            _from_config_map(LABELS_VAR, config_map, LABELS_KEY),
+        ]
         # The same for every pod of a replica: the values come from the pod's own annotations,
         # so a training script knows it was restarted (docs/restarts.md).
-        _from_annotation(RUN_VAR, ANNOTATION_RUN),
-        _from_annotation(ATTEMPT_VAR, ANNOTATION_ATTEMPT),
-    ]
-    return env
+        self._after = [
+            _from_annotation(RUN_VAR, ANNOTATION_RUN),
+            _from_annotation(ATTEMPT_VAR, ANNOTATION_ATTEMPT),
+        ]
+        self._defaults = default_env(spec)
+        self._owned = frozenset(var["name"] for var in self.injected("0"))
+
+    def injected(self, index: str) -> list[dict[str, Any]]:
+        """The variables this controller owns in the slot of this index (its decimal string),
+        in an order where references precede their use."""
+        worker_id = [_var("DMLC_WORKER_ID", index)] if self._worker else []
+        task = _var("MX_CONFIG", mx_config(self._role, index))
+        return [*self._before, *worker_id, *self._references, task, *self._after]
+
+    def after_injected(self, user_env: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """What follows ours in a container's env (ours come first, so user values may
+        reference them): the defaults the user does not set, then the user's variables minus
+        names we own."""
+        user_names = {var.get("name") for var in user_env}
+        kept_defaults = [var for var in self._defaults if var["name"] not in user_names]
+        return kept_defaults + [var for var in user_env if var.get("name") not in self._owned]
 
 
 def default_env(spec: JobSpec) -> list[dict[str, Any]]:
@@ -121,19 +146,6 @@ def default_env(spec: JobSpec) -> list[dict[str, Any]]:
         _var("PS_HEARTBEAT_INTERVAL", HEARTBEAT_INTERVAL),
         _var("PS_HEARTBEAT_TIMEOUT", HEARTBEAT_TIMEOUT),
     ]
-
-
-def container_env(
-    injected: list[dict[str, Any]],
-    defaults: list[dict[str, Any]],
-    user_env: list[dict[str, Any]],
-) -> list[dict[str, Any]]:
-    """Ours first (so user values may reference them), then defaults the user does not set,
-    then the user's variables minus names we own."""
-    owned = {var["name"] for var in injected}
-    user_names = {var.get("name") for var in user_env}
-    kept_defaults = [var for var in defaults if var["name"] not in user_names]
-    return injected + kept_defaults + [var for var in user_env if var.get("name") not in owned]
 
 
 def config_map_data(job: str, spec: JobSpec) -> dict[str, str]:

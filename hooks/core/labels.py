@@ -37,6 +37,12 @@ def slot_labels(job: str, slot: Slot) -> dict[str, str]:
     return labels
 
 
+def at_index(labels: dict[str, str], index: str) -> dict[str, str]:
+    """Labels (or a selector) of one slot, moved to the slot of another index (its decimal
+    string) of the same type: the index is all that differs, and it keeps its place."""
+    return {**labels, LABEL_REPLICA_INDEX: index}
+
+
 def type_selector(job: str, rtype: ReplicaType) -> str:
     """The `replicaStatuses.<Type>.selector` string of a replica type."""
     return f"{LABEL_JOB_NAME}={job},{LABEL_REPLICA_TYPE}={rtype.short}"

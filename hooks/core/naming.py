@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from hooks.core.api import ALL_TYPES, ReplicaType
+from hooks.core.api import ALL_TYPES, TYPE_BY_FOLDED_NAME, ReplicaType
 
 DNS_LABEL_MAX = 63
 #: Replacements a slot may have; `-r9999` is reserved whenever a pod of the job can be replaced.
@@ -27,12 +27,22 @@ class Slot:
 
     def name(self, job: str) -> str:
         """The slot name, shared by its first pod and its Service."""
-        return f"{job}-{self.rtype.short}-{self.index}"
+        return slot_prefix(job, self.rtype) + str(self.index)
 
     def pod_name(self, job: str, attempt: int) -> str:
         """The pod of the given attempt: the slot name, then `-rN` for replacements."""
-        base = self.name(job)
-        return base if attempt == 0 else f"{base}-r{attempt}"
+        return attempt_name(self.name(job), attempt)
+
+
+def slot_prefix(job: str, rtype: ReplicaType) -> str:
+    """What the name of every slot of a replica type starts with; its index follows."""
+    return f"{job}-{rtype.short}-"
+
+
+def attempt_name(slot_name: str, attempt: int) -> str:
+    """The name of a slot's pod of the given attempt: `-rN` after the slot name for
+    replacements."""
+    return slot_name if attempt == 0 else f"{slot_name}-r{attempt}"
 
 
 def config_map_name(job: str) -> str:
@@ -84,5 +94,4 @@ def parse_pod_name(job: str, name: str) -> tuple[Slot, int] | None:
     match = _pod_pattern(job).match(name)
     if match is None:
         return None
-    rtype = next(t for t in ALL_TYPES if t.short == match["type"])
-    return Slot(rtype, int(match["index"])), int(match["attempt"] or 0)
+    return Slot(TYPE_BY_FOLDED_NAME[match["type"]], int(match["index"])), int(match["attempt"] or 0)

@@ -1,11 +1,34 @@
 """The headless Service of a replica slot: a stable DNS name across replacement attempts."""
 
+from dataclasses import dataclass
 from typing import Any
 
 from hooks.core.job import Job
-from hooks.core.labels import slot_labels, slot_selector
-from hooks.core.naming import Slot
-from hooks.core.spec import mxnet_container
+from hooks.core.labels import at_index, slot_labels, slot_selector
+from hooks.core.naming import Slot, slot_prefix
+from hooks.core.spec import ReplicaSpec, mxnet_container
+
+
+@dataclass(frozen=True)
+class _TypeParts:
+    """What the Services of one replica type share: all but the index."""
+
+    prefix: str
+    #: The labels and selector of the type's slot 0.
+    labels: dict[str, str]
+    selector: dict[str, str]
+    ports: list[dict[str, Any]]
+
+
+def _type_parts(job: str, replica: ReplicaSpec) -> _TypeParts:
+    """Built from the type's slot 0; the other slots differ only in the index."""
+    first = Slot(replica.rtype, 0)
+    return _TypeParts(
+        prefix=slot_prefix(job, replica.rtype),
+        labels=slot_labels(job, first),
+        selector=slot_selector(job, first),
+        ports=service_ports(mxnet_container(replica.template)),
+    )
 
 
 def service_ports(container: dict[str, Any]) -> list[dict[str, Any]]:
@@ -21,22 +44,35 @@ def service_ports(container: dict[str, Any]) -> list[dict[str, Any]]:
     return [ports[name] for name in sorted(ports)]
 
 
-def desired_service(job: Job, slot: Slot) -> dict[str, Any]:
-    """`clusterIP: None`, selecting the slot's pods by job name, replica type and index."""
-    container = mxnet_container(job.spec.replicas[slot.rtype].template)
-    return {
-        "apiVersion": "v1",
-        "kind": "Service",
-        "metadata": {
-            "name": slot.name(job.name),
-            "namespace": job.namespace,
-            "labels": slot_labels(job.name, slot),
-        },
-        "spec": {
-            "clusterIP": "None",
-            "selector": slot_selector(job.name, slot),
-            "ports": service_ports(container),
-            # Peers must resolve each other while they start, before any readiness probe passes.
-            "publishNotReadyAddresses": True,
-        },
-    }
+class ServiceMaker:
+    """The Services of one job on one sync: their ports, labels and selector are built once per
+    replica type, each Service adds its slot's name and index. The ports are shared read-only
+    by the Services of a type."""
+
+    def __init__(self, job: Job) -> None:
+        self._job = job
+        self._types = {
+            rtype: _type_parts(job.name, spec) for rtype, spec in job.spec.replicas.items()
+        }
+
+    def service(self, slot: Slot) -> dict[str, Any]:
+        """`clusterIP: None`, selecting the slot's pods by job name, replica type and index."""
+        parts = self._types[slot.rtype]
+        index = str(slot.index)
+        return {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {
+                "name": parts.prefix + index,
+                "namespace": self._job.namespace,
+                "labels": at_index(parts.labels, index),
+            },
+            "spec": {
+                "clusterIP": "None",
+                "selector": at_index(parts.selector, index),
+                "ports": parts.ports,
+                # Peers must resolve each other while they start, before any readiness probe
+                # passes.
+                "publishNotReadyAddresses": True,
+            },
+        }

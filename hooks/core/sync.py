@@ -23,11 +23,11 @@ from hooks.core.job import Job
 from hooks.core.naming import Slot, result_name
 from hooks.core.observed import ObservedPod, lost_at
 from hooks.core.outcome import deadline_at, decide
-from hooks.core.pods import desired_pod
+from hooks.core.pods import PodMaker
 from hooks.core.previous import PreviousStatus
 from hooks.core.request import CONFIG_MAP, SyncRequest
 from hooks.core.restarts import SlotPlan
-from hooks.core.services import desired_service
+from hooks.core.services import ServiceMaker
 from hooks.core.spec import Problem, load
 from hooks.core.status import JobStatus
 from hooks.core.validation import validate
@@ -195,11 +195,12 @@ def _kept_pods(job: Job, pods: Iterable[ObservedPod]) -> list[dict[str, Any]]:
     lost with its node is left out: it is being deleted already and Metacontroller skips
     children pending deletion, so leaving it out changes nothing in the cluster and keeps every
     answer the same whichever run the lost pod is counted in."""
-    return [
-        desired_pod(job, pod.slot, pod.attempt, pod.restarts_before, pod.run)
-        for pod in pods
-        if not pod.lost
-    ]
+    return _kept_by(PodMaker(job), pods)
+
+
+def _kept_by(maker: PodMaker, pods: Iterable[ObservedPod]) -> list[dict[str, Any]]:
+    """`_kept_pods`, made by the maker of the whole answer."""
+    return [maker.pod(p.slot, p.attempt, p.restarts_before, p.run) for p in pods if not p.lost]
 
 
 def _active_children(
@@ -211,14 +212,14 @@ def _active_children(
     if job.gang is not None:
         result.append(gang.pod_group(job.gang, job.name, job.namespace, job.spec))
     admit = creating and gang.admits_new_pods(job.gang, request.pod_group)
+    pods, services = PodMaker(job), ServiceMaker(job)
     for plan in plans:
-        result.extend(_kept_pods(job, plan.keep))
+        result.extend(_kept_by(pods, plan.keep))
         if plan.create_attempt is not None and admit:
-            slot_pod = desired_pod(
-                job, plan.slot, plan.create_attempt, plan.create_restarts_before, plan.run
+            result.append(
+                pods.pod(plan.slot, plan.create_attempt, plan.create_restarts_before, plan.run)
             )
-            result.append(slot_pod)
-        result.append(desired_service(job, plan.slot))
+        result.append(services.service(plan.slot))
     return result
 
 
