@@ -610,7 +610,16 @@ def test_a_child_field_of_another_type_is_refused_naming_it(
 ) -> None:
     """Not an object the API server holds: 422 naming the child and the field; Metacontroller
     then changes nothing."""
-    body = copy.deepcopy(next(b for b in BASES if b["children"].get(f"{kind}.v1")))
+    # A pod's spec is read only where a gang scheduler or Kueue places the pods.
+    placed = path[0] == "spec"
+    body = copy.deepcopy(
+        next(
+            b
+            for b in BASES
+            if b["children"].get(f"{kind}.v1")
+            and (not placed or any(k.startswith("PodGroup.") for k in b["children"]))
+        )
+    )
     members = body["children"][f"{kind}.v1"]
     member = sorted(members)[0]
     node = members[member]

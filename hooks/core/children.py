@@ -22,8 +22,6 @@ from msgspec import UNSET, Raw, Struct, UnsetType
 
 from hooks.core.fields import MAX_DEPTH, too_deep
 
-#: The group key of pods (`Kind.apiVersion`, as Metacontroller keys children).
-POD = "Pod.v1"
 #: A Kubernetes timestamp: RFC 3339 with its zone, as `metav1.Time` writes it.
 Moment = Annotated[datetime, msgspec.Meta(tz=True)]
 
@@ -31,23 +29,43 @@ Moment = Annotated[datetime, msgspec.Meta(tz=True)]
 _C = TypeVar("_C", bound="Child")
 
 
+_TEXT = msgspec.json.Decoder(str)
+
+
 class ChildError(ValueError):
-    """A child that is not of the shape its kind has: names the group, the child and the field."""
+    """A child that is not of the shape its kind has: names the field, and the child if known."""
+
+    def __init__(self, message: str, child: str | None = None) -> None:
+        super().__init__(message)
+        self.child = child
 
 
-class _Shape(Struct, frozen=True, rename="camel"):
-    """Fields named in Python style, read from their Kubernetes (camelCase) names."""
+class _Shape(Struct, frozen=True, rename="camel", gc=False):
+    """Fields named in Python style, read from their Kubernetes (camelCase) names. Not tracked
+    by the garbage collector: decoded shapes hold no cycles."""
 
 
 class Meta(_Shape, frozen=True):
-    """The metadata of any child."""
+    """The metadata of any child. Annotation values stay raw: Metacontroller's
+    last-applied-configuration is a copy of the whole object; only `annotation` decodes one."""
 
     name: str
     namespace: str | None = None
     labels: dict[str, str] = {}
-    annotations: dict[str, str] = {}
+    annotations: dict[str, Raw] = {}
     creation_timestamp: Moment | None = None
     deletion_timestamp: Moment | None = None
+
+    def annotation(self, key: str) -> str | None:
+        """The value of one annotation, if the child has it; raises ChildError if it is no
+        string."""
+        raw = self.annotations.get(key)
+        if raw is None:
+            return None
+        try:
+            return _TEXT.decode(raw)
+        except msgspec.MsgspecError as exc:
+            raise ChildError(_at(exc, f"metadata.annotations[{key!r}]")) from None
 
 
 class Child(_Shape, frozen=True):
@@ -181,8 +199,15 @@ def pod_spec(pod: Pod) -> PodSpec:
     try:
         return _POD_SPEC.decode(pod.spec)
     except msgspec.MsgspecError as exc:
-        where = str(exc).replace("`$", "`$.spec", 1)
-        raise ChildError(f"'children.{POD}.{pod.metadata.name}': {where}") from None
+        raise ChildError(_at(exc, "spec")) from None
+
+
+def _at(exc: msgspec.MsgspecError, field: str) -> str:
+    """msgspec's message about a part of a child decoded on its own, with the part's path."""
+    text = str(exc)
+    if " - at `$" in text:
+        return text.replace(" - at `$", f" - at `$.{field}", 1)
+    return f"{text} - at `$.{field}`"
 
 
 def decode_child(kind: type[_C], child: object) -> _C:

@@ -5,9 +5,10 @@ restarts from the `restarts-before` annotation the hook itself put on replacemen
 restarts from container `restartCount`, the run from the `run` annotation (docs/restarts.md).
 """
 
-from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from enum import StrEnum
+
+import msgspec
 
 from hooks.core.api import (
     ANNOTATION_ATTEMPT,
@@ -18,7 +19,15 @@ from hooks.core.api import (
     MXNET_CONTAINER,
     ConditionStatus,
 )
-from hooks.core.children import Condition, ContainerStatus, Pod, Terminated, pod_spec
+from hooks.core.children import (
+    ChildError,
+    Condition,
+    ContainerStatus,
+    Pod,
+    PodSpec,
+    Terminated,
+    pod_spec,
+)
 from hooks.core.naming import Slot, parse_pod_name
 from hooks.core.rejoin import WAIT_CONTAINER
 from hooks.core.timestamps import latest, moment
@@ -55,9 +64,9 @@ CANNOT_START = frozenset(
 _QUOTED_MAX = 200
 
 
-@dataclass(frozen=True)
-class ObservedPod:
-    """One observed pod of a replica slot."""
+class ObservedPod(msgspec.Struct, frozen=True, kw_only=True, gc=False):
+    """One observed pod of a replica slot. A Struct, not a dataclass: a sync reads one per pod,
+    and a frozen dataclass spends longer setting its fields than the hook reading them."""
 
     name: str
     slot: Slot
@@ -73,7 +82,7 @@ class ObservedPod:
     restarts_before: int
     run: int = 0
     disrupted: bool = False
-    #: `metadata.deletion_timestamp`: the moment the kubelet kills the pod if it has not ended.
+    #: `metadata.deletionTimestamp`: the moment the kubelet kills the pod if it has not ended.
     deadline: datetime | None = None
     #: Why the pod cannot start (`ImagePullBackOff: …`, `Unschedulable: …`), while it waits.
     blocked: str | None = None
@@ -87,14 +96,14 @@ class ObservedPod:
     reasons: frozenset[str] = frozenset()
     #: The pod's conditions as (type, status).
     conditions: frozenset[tuple[str, str]] = frozenset()
-    #: The node it is bound to (`spec.node_name`), once a scheduler bound it.
+    #: The node it is bound to (`spec.nodeName`), once a scheduler bound it.
     node: str | None = None
     #: Why Kueue is taking the pod away (its `TerminationTarget` condition's reason, e.g.
     #: `WorkloadEvictedDueToPreempted`): the queue took the job's admission back.
     evicted: str | None = None
-    #: The scheduler it asks for (`spec.scheduler_name`).
+    #: The scheduler it asks for (`spec.schedulerName`).
     scheduler: str | None = None
-    #: Its `spec.scheduling_gates` names: a gated pod is not even considered by a scheduler.
+    #: Its `spec.schedulingGates` names: a gated pod is not even considered by a scheduler.
     gates: frozenset[str] = frozenset()
     #: When it was bound to a node (its `PodScheduled` condition turning True).
     scheduled: datetime | None = None
@@ -123,7 +132,7 @@ class ObservedPod:
         at = lost_at(self)
         if at is None or now < at:
             return self
-        return replace(self, phase=PodPhase.FAILED, lost=True)
+        return msgspec.structs.replace(self, phase=PodPhase.FAILED, lost=True)
 
 
 def lost_at(pod: ObservedPod) -> datetime | None:
@@ -136,22 +145,27 @@ def lost_at(pod: ObservedPod) -> datetime | None:
         return None
 
 
-def read_pod(job: str, pod: Pod) -> ObservedPod | None:
-    """Read one observed pod; None for a pod whose name this job never gives."""
+def read_pod(job: str, pod: Pod, *, placement: bool = True) -> ObservedPod | None:
+    """Read one observed pod; None for a pod whose name this job never gives. Where it is
+    bound, which scheduler holds it and its scheduling gates are read from its spec with
+    `placement` only: they tell what a gang scheduler or Kueue waits for, and nothing else."""
     parsed = parse_pod_name(job, pod.metadata.name)
     if parsed is None:
         return None
     slot, attempt = parsed
-    metadata, status, spec = pod.metadata, pod.status, pod_spec(pod)
+    metadata, status = pod.metadata, pod.status
+    spec = pod_spec(pod) if placement else _NOT_PLACED
     statuses = status.container_statuses
     mxnet = next((s for s in statuses if s.name == MXNET_CONTAINER), _NO_STATUS)
     terminated = mxnet.state.terminated or _NOT_TERMINATED
     running = mxnet.state.running
     phase = _PHASES.get(status.phase, PodPhase.PENDING) if status.phase is not None else None
-    conditions = status.conditions
+    # Each (type, status) once, the first listed: what the conditions say, in one pass.
+    conditions = {(c.type, c.status): c for c in reversed(status.conditions)}
+    scheduled = conditions.get(("PodScheduled", ConditionStatus.TRUE))
+    evicted = conditions.get((KUEUE_TERMINATION, ConditionStatus.TRUE))
     pod_reason = status.reason or None
     mxnet_reason = terminated.reason or None
-    annotations = metadata.annotations
     return ObservedPod(
         name=metadata.name,
         slot=slot,
@@ -166,11 +180,14 @@ def read_pod(job: str, pod: Pod) -> ObservedPod | None:
         exit_code=terminated.exit_code,
         reason=pod_reason or mxnet_reason,
         restart_count=sum(max(s.restart_count, 0) for s in statuses),
-        restarts_before=_count(annotations.get(ANNOTATION_RESTARTS)),
-        run=_count(annotations.get(ANNOTATION_RUN)),
-        disrupted=_condition(conditions, DISRUPTION, ConditionStatus.TRUE) is not None,
+        restarts_before=_count(metadata.annotation(ANNOTATION_RESTARTS)),
+        run=_count(metadata.annotation(ANNOTATION_RUN)),
+        disrupted=(DISRUPTION, ConditionStatus.TRUE) in conditions,
         deadline=moment(metadata.deletion_timestamp),
-        blocked=_blocked([*status.init_container_statuses, *statuses], conditions)
+        blocked=_blocked(
+            [*status.init_container_statuses, *statuses],
+            conditions.get(("PodScheduled", ConditionStatus.FALSE)),
+        )
         if phase is PodPhase.PENDING
         else None,
         wait_failed=_wait_failed(status.init_container_statuses),
@@ -183,11 +200,13 @@ def read_pod(job: str, pod: Pod) -> ObservedPod | None:
         ),
         reasons=frozenset(r for r in (pod_reason, mxnet_reason) if r),
         conditions=frozenset(
-            (c.type, c.status) for c in conditions if c.type is not None and c.status is not None
+            (ctype, cstatus)
+            for ctype, cstatus in conditions
+            if ctype is not None and cstatus is not None
         ),
-        evicted=_evicted(conditions),
-        scheduled=_scheduled(conditions),
-        foreign=ANNOTATION_ATTEMPT not in annotations,
+        evicted=None if evicted is None else evicted.reason or KUEUE_TERMINATION,
+        scheduled=None if scheduled is None else moment(scheduled.last_transition_time),
+        foreign=ANNOTATION_ATTEMPT not in metadata.annotations,
         node=spec.node_name or None,
         scheduler=spec.scheduler_name or None,
         gates=frozenset(g.name for g in spec.scheduling_gates if g.name is not None),
@@ -196,30 +215,15 @@ def read_pod(job: str, pod: Pod) -> ObservedPod | None:
 
 _NO_STATUS = ContainerStatus()
 _NOT_TERMINATED = Terminated()
+_NOT_PLACED = PodSpec()
 
 
-def _condition(conditions: list[Condition], ctype: str, status: str) -> Condition | None:
-    return next((c for c in conditions if c.type == ctype and c.status == status), None)
-
-
-def _scheduled(conditions: list[Condition]) -> datetime | None:
-    found = _condition(conditions, "PodScheduled", ConditionStatus.TRUE)
-    return None if found is None else moment(found.last_transition_time)
-
-
-def _evicted(conditions: list[Condition]) -> str | None:
-    """The reason of Kueue's `TerminationTarget` condition, when it stops the pod's group."""
-    found = _condition(conditions, KUEUE_TERMINATION, ConditionStatus.TRUE)
-    return None if found is None else found.reason or KUEUE_TERMINATION
-
-
-def _blocked(statuses: list[ContainerStatus], conditions: list[Condition]) -> str | None:
+def _blocked(statuses: list[ContainerStatus], unscheduled: Condition | None) -> str | None:
     """Why a pending pod cannot start: a container the kubelet cannot start, or no node."""
     for status in statuses:
         waiting = status.state.waiting
         if waiting is not None and waiting.reason in CANNOT_START:
             return quoted(str(waiting.reason), waiting.message)
-    unscheduled = _condition(conditions, "PodScheduled", ConditionStatus.FALSE)
     if unscheduled is not None and unscheduled.reason == "Unschedulable":
         return quoted("Unschedulable", unscheduled.message)
     return None
@@ -250,11 +254,16 @@ def _count(value: object) -> int:
     return 0
 
 
-def pods_by_slot(job: str, pods: dict[str, Pod]) -> dict[Slot, list[ObservedPod]]:
+def pods_by_slot(
+    job: str, pods: dict[str, Pod], *, placement: bool = True
+) -> dict[Slot, list[ObservedPod]]:
     """Observed pods grouped by slot, oldest attempt first; foreign names are left out."""
     slots: dict[Slot, list[ObservedPod]] = {}
-    for pod in pods.values():
-        observed = read_pod(job, pod)
+    for name, pod in pods.items():
+        try:
+            observed = read_pod(job, pod, placement=placement)
+        except ChildError as exc:
+            raise ChildError(str(exc), child=name) from None
         if observed is not None:
             slots.setdefault(observed.slot, []).append(observed)
     for attempts in slots.values():

@@ -19,7 +19,6 @@ from typing import Any, cast
 from hooks.core import gang
 from hooks.core.api import OWN_MANAGERS
 from hooks.core.children import (
-    POD,
     Child,
     ChildError,
     ConfigMap,
@@ -36,6 +35,7 @@ from hooks.core.previous import PreviousStatus, read_previous
 from hooks.core.queueing import Queue, read_queue
 from hooks.core.timestamps import latest, parse_time
 
+POD = "Pod.v1"
 SERVICE = "Service.v1"
 CONFIG_MAP = "ConfigMap.v1"
 #: The shape of each group the core reads, by `Kind.apiVersion`; any other group's children
@@ -155,10 +155,12 @@ def _read(parent: dict[str, Any], controller: dict[str, Any], groups: Groups) ->
     # treated like a stale cache: rebuilt from the children, never a reason to refuse.
     status = parent.get("status")
     created = parse_time(dig(parent, "metadata", "creationTimestamp"))
+    scheduler, queue = gang.detect(controller, list(children)), read_queue(parent)
+    placed = scheduler is not None or queue is not None  # what waiting_for reads of each pod
     try:
-        pods = pods_by_slot(name, cast(dict[str, Pod], children.get(POD, {})))
+        pods = pods_by_slot(name, cast(dict[str, Pod], children.get(POD, {})), placement=placed)
     except ChildError as exc:
-        raise RequestError(str(exc)) from None
+        raise RequestError(f"'children.{POD}.{exc.child}': {exc}") from None
     return SyncRequest(
         parent=parent,
         name=name,
@@ -166,10 +168,10 @@ def _read(parent: dict[str, Any], controller: dict[str, Any], groups: Groups) ->
         children=children,
         previous=read_previous(None if too_deep(status) is not None else status),
         pods=pods,
-        gang=gang.detect(controller, list(children)),
+        gang=scheduler,
         created=created,
         spec_changed=_spec_changed(parent) or created,
-        queue=read_queue(parent),
+        queue=queue,
         managed_elsewhere=_managed_elsewhere(parent),
     )
 

@@ -11,9 +11,9 @@ from typing import Any, cast
 from msgspec import UNSET
 
 from hooks.core.api import LABEL_REPLICA_INDEX, LABEL_REPLICA_TYPE, CleanPodPolicy
-from hooks.core.children import BODY_FIELDS, POD, Child, Other, Pod
+from hooks.core.children import BODY_FIELDS, Child, Other, Pod
 from hooks.core.observed import FINISHED_PHASES
-from hooks.core.request import CONFIG_MAP, SERVICE, SyncRequest
+from hooks.core.request import CONFIG_MAP, POD, SERVICE, SyncRequest
 
 _LAST_APPLIED = "metacontroller.k8s.io/last-applied-configuration"
 
