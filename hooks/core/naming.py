@@ -6,8 +6,9 @@ back from observed children alone. Services keep the slot name, so DNS names sta
 """
 
 import re
-from dataclasses import dataclass
 from functools import lru_cache
+
+import msgspec
 
 from hooks.core.api import ALL_TYPES, TYPE_BY_FOLDED_NAME, ReplicaType
 
@@ -18,9 +19,9 @@ ATTEMPT_SUFFIX_MAX = len(f"-r{MAX_ATTEMPT}")
 DNS_1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 
 
-@dataclass(frozen=True, order=True)
-class Slot:
-    """One replica of the job: a type and an index."""
+class Slot(msgspec.Struct, frozen=True, order=True, gc=False):
+    """One replica of the job: a type and an index. A Struct: slots key the maps of every sync,
+    and a Struct hashes and compares in C."""
 
     rtype: ReplicaType
     index: int

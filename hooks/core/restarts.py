@@ -6,7 +6,7 @@ next attempt name and an annotation with the restarts before it, so the attempt 
 total never depend on hook memory or parent status.
 """
 
-from dataclasses import dataclass
+import msgspec
 
 from hooks.core.api import RestartPolicy
 from hooks.core.failure_policy import Action, Rule, Verdict, judge
@@ -72,8 +72,7 @@ def describe_exit(pod: ObservedPod, retried: Verdict | None = None) -> str:
     return f"{deleted}exited with code {pod.exit_code}{shown_details}{cost}"
 
 
-@dataclass(frozen=True, kw_only=True)
-class RunStart:
+class RunStart(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """How a run begins for one slot: the run, its first attempt and the restarts before it."""
 
     run: int = 0
@@ -81,9 +80,9 @@ class RunStart:
     restarts_before: int = 0
 
 
-@dataclass(frozen=True, kw_only=True)
-class SlotPlan:
-    """Where one slot goes next: pods to keep, an attempt to create, and what it costs."""
+class SlotPlan(msgspec.Struct, frozen=True, kw_only=True, gc=False):
+    """Where one slot goes next: pods to keep, an attempt to create, and what it costs. A
+    Struct, as the observed pods it plans: one per slot, on every sync."""
 
     slot: Slot
     #: Observed pods listed again: the current attempt, and the failed one it replaces.

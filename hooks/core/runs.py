@@ -16,10 +16,12 @@ at all still knows the run and the restart count, whatever the parent status say
 """
 
 import json
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime
 from enum import Enum
 from typing import Any
+
+import msgspec
 
 from hooks.core.api import ConditionType, JobMode, ReplicaType, RestartPolicy
 from hooks.core.children import ConfigMap
@@ -230,7 +232,9 @@ def decide_restart(
 def _held(plans: list[SlotPlan], record: RunRecord) -> list[SlotPlan]:
     """The run's plans while it is being restarted: nothing created, restarts as recorded."""
     return [
-        replace(p, create_attempt=None, restarts=record.start(p.slot).restarts_before)
+        msgspec.structs.replace(
+            p, create_attempt=None, restarts=record.start(p.slot).restarts_before
+        )
         for p in plans
     ]
 
