@@ -162,8 +162,8 @@ def read_pod(job: str, pod: Pod, *, placement: bool = True) -> ObservedPod | Non
     phase = _PHASES.get(status.phase, PodPhase.PENDING) if status.phase is not None else None
     # Each (type, status) once, the first listed: what the conditions say, in one pass.
     conditions = {(c.type, c.status): c for c in reversed(status.conditions)}
-    scheduled = conditions.get(("PodScheduled", ConditionStatus.TRUE))
-    evicted = conditions.get((KUEUE_TERMINATION, ConditionStatus.TRUE))
+    scheduled = conditions.get(_SCHEDULED)
+    evicted = conditions.get(_EVICTED)
     pod_reason = status.reason or None
     mxnet_reason = terminated.reason or None
     return ObservedPod(
@@ -182,11 +182,11 @@ def read_pod(job: str, pod: Pod, *, placement: bool = True) -> ObservedPod | Non
         restart_count=sum(max(s.restart_count, 0) for s in statuses),
         restarts_before=_count(metadata.annotation(ANNOTATION_RESTARTS)),
         run=_count(metadata.annotation(ANNOTATION_RUN)),
-        disrupted=(DISRUPTION, ConditionStatus.TRUE) in conditions,
+        disrupted=_DISRUPTED in conditions,
         deadline=moment(metadata.deletion_timestamp),
         blocked=_blocked(
             [*status.init_container_statuses, *statuses],
-            conditions.get(("PodScheduled", ConditionStatus.FALSE)),
+            conditions.get(_UNSCHEDULED),
         )
         if phase is PodPhase.PENDING
         else None,
@@ -216,6 +216,10 @@ def read_pod(job: str, pod: Pod, *, placement: bool = True) -> ObservedPod | Non
 _NO_STATUS = ContainerStatus()
 _NOT_TERMINATED = Terminated()
 _NOT_PLACED = PodSpec()
+_SCHEDULED = ("PodScheduled", ConditionStatus.TRUE.value)
+_UNSCHEDULED = ("PodScheduled", ConditionStatus.FALSE.value)
+_EVICTED = (KUEUE_TERMINATION, ConditionStatus.TRUE.value)
+_DISRUPTED = (DISRUPTION, ConditionStatus.TRUE.value)
 
 
 def _blocked(statuses: list[ContainerStatus], unscheduled: Condition | None) -> str | None:
@@ -267,5 +271,6 @@ def pods_by_slot(
         if observed is not None:
             slots.setdefault(observed.slot, []).append(observed)
     for attempts in slots.values():
-        attempts.sort(key=lambda p: p.attempt)
+        if len(attempts) > 1:
+            attempts.sort(key=lambda p: p.attempt)
     return slots
