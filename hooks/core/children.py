@@ -11,7 +11,8 @@ object the API server holds: the request is refused, naming the field (`ChildErr
 
 A child's `spec` (and the body of a kind the hook does not read) stays `msgspec.Raw`, its own
 bytes: echoed untouched when the hook keeps an observed child (hooks/core/retention.py). Of a
-pod's spec, the three fields the core reads are decoded from those bytes (`pod_spec`).
+pod's spec, the three fields the core reads are decoded from those bytes (`pod_spec`), for a
+job a gang scheduler or Kueue places: the only readers of where a pod is bound.
 """
 
 from datetime import datetime
@@ -86,10 +87,14 @@ class Condition(_Shape, frozen=True):
 
 
 class Running(_Shape, frozen=True):
+    """A container's state while it runs."""
+
     started_at: Moment | None = None
 
 
 class Terminated(_Shape, frozen=True):
+    """How a container ended: its exit code and the kubelet's reason (`OOMKilled`, …)."""
+
     exit_code: int | None = None
     reason: str | None = None
     message: str | None = None
@@ -98,6 +103,8 @@ class Terminated(_Shape, frozen=True):
 
 
 class Waiting(_Shape, frozen=True):
+    """Why a container has not started (`ImagePullBackOff`, …)."""
+
     reason: str | None = None
     message: str | None = None
 
@@ -114,6 +121,8 @@ _NO_STATE = ContainerState()
 
 
 class ContainerStatus(_Shape, frozen=True):
+    """One container's state, and how often the kubelet restarted it in place."""
+
     name: str | None = None
     restart_count: int = 0
     state: ContainerState = _NO_STATE
@@ -133,6 +142,8 @@ class PodStatus(_Shape, frozen=True):
 
 
 class Gate(_Shape, frozen=True):
+    """A scheduling gate: the pod is not considered by any scheduler while it has one."""
+
     name: str | None = None
 
 
@@ -146,6 +157,8 @@ class PodSpec(_Shape, frozen=True):
 
 
 class Pod(Child, frozen=True):
+    """A pod: its metadata, its spec's raw bytes, and the status the kubelet reports."""
+
     status: PodStatus = PodStatus()
 
 
@@ -166,6 +179,8 @@ class GroupStatus(_Shape, frozen=True):
 
 
 class PodGroup(Child, frozen=True):
+    """A gang scheduler's PodGroup (Volcano's or scheduler-plugins')."""
+
     status: GroupStatus = GroupStatus()
 
 

@@ -84,6 +84,7 @@ class SyncRequest:
 
     @property
     def config_maps(self) -> dict[str, ConfigMap]:
+        """The observed ConfigMaps (the job's config, run records and result record), by name."""
         return cast(dict[str, ConfigMap], self.group(CONFIG_MAP))
 
     @property
@@ -117,6 +118,7 @@ def assemble(parent: object, controller: object, groups: Groups) -> SyncRequest:
 
 
 def _checked(parent: object, controller: object) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The parent and the controller, if they are objects and the parent names the job."""
     if not isinstance(parent, dict):
         raise RequestError("'parent' must be an object (the MXJob)")
     metadata = parent.get("metadata")
@@ -146,6 +148,7 @@ def _members(raw: object) -> dict[str, dict[str, object]]:
 
 
 def _read(parent: dict[str, Any], controller: dict[str, Any], groups: Groups) -> SyncRequest:
+    """Every part read once: the parent's, the controller's gang scheduler, the job's pods."""
     name = str(parent["metadata"]["name"])
     children = {
         key: {child.metadata.name: child for child in members.values()}
@@ -177,6 +180,7 @@ def _read(parent: dict[str, Any], controller: dict[str, Any], groups: Groups) ->
 
 
 def _managed_elsewhere(parent: dict[str, Any]) -> bool:
+    """Whether `managedBy` names a controller other than this one."""
     managers = (dig(parent, "spec", "runPolicy", "managedBy"), dig(parent, "spec", "managedBy"))
     return any(m is not None and m not in OWN_MANAGERS for m in managers)
 
