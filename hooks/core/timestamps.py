@@ -11,9 +11,7 @@ def parse_time(value: object) -> datetime | None:
         parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:
         return None
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=UTC)
-    return parsed.astimezone(UTC).replace(microsecond=0)
+    return moment(parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC))
 
 
 def format_time(moment: datetime) -> str:
@@ -34,8 +32,8 @@ def earliest(*moments: datetime | None) -> datetime | None:
 
 
 def moment(value: datetime | None) -> datetime | None:
-    """A timestamp decoded with its zone (hooks/core/children.py) as `parse_time` reads one:
-    UTC, whole seconds."""
+    """A timestamp with its zone (as hooks/core/children.py decodes one) as the hook compares
+    and writes moments: UTC, whole seconds."""
     if value is None or (value.tzinfo is UTC and not value.microsecond):
         return value
     return value.astimezone(UTC).replace(microsecond=0)
