@@ -444,10 +444,11 @@ def hook_v1_request() -> Json:
 
 @case
 def terminating_pods() -> Json:
-    """A deleted, still-terminating Worker is neither active nor re-created under its name.
+    """ExitCode, a deleted, still-terminating Worker is neither active nor re-created yet.
 
-    Its grace period ends now: the answer asks to be called back when it would count as lost."""
-    job, children = _running(replicas=SMALL)
+    Its grace period ends now: the answer asks to be called back when it would count as lost.
+    Its replacement waits for its end (docs/restarts.md#rejoining-ps-lite)."""
+    job, children = _running(replicas=EXITCODE_WORKERS)
     children = with_states(children, mnist_worker_1=lambda p: terminating(p, minutes=60))
     return request(job, children)
 
@@ -750,9 +751,13 @@ def whole_job_stale_parent_pods_gone() -> Json:
 def whole_job_creates_next_run() -> Json:
     """Run 0 gone and the parent status shows it: every replica of run 1 is created.
 
-    Names `-r1`, annotations run 1 and restarts-before (Server 1), Services unchanged."""
+    Names `-r1`, annotations run 1 and restarts-before (Server 1), label run 1; the Services
+    are made again, selecting run 1's pods only."""
     body = whole_job_stale_parent_pods_gone()
-    children = [c for group in body["children"].values() for c in group.values()]
+    # The answer to that left out run 0's Services, which select no run: they are gone.
+    children = [
+        c for group in body["children"].values() for c in group.values() if c["kind"] != "Service"
+    ]
     job = mxjob(replicas=WHOLE, status=status_after(body["parent"], children))
     return request(job, children)
 
@@ -811,6 +816,161 @@ def whole_job_backoff_exceeded() -> Json:
     run1 = with_states(run1, mnist_server_0_r1=lambda p: terminated(p, 137, minutes=40))
     job = mxjob(replicas=WHOLE, run_policy=policy, status=created_run.status)
     return request(job, run1)
+
+
+# --- docs/restarts.md#resizing: a replica count edited on a running job -------------------------
+
+
+def _edited(job: Json, minutes: float) -> Json:
+    """The job as the API server holds it after a spec edit at `minutes` (its managedFields)."""
+    job["metadata"]["managedFields"] = [
+        {"manager": "kubectl", "operation": "Update", "time": at(minutes)},
+        {
+            "manager": "metacontroller",
+            "operation": "Update",
+            "time": at(2),
+            "subresource": "status",
+        },
+    ]
+    return job
+
+
+def _resized(workers: int) -> tuple[Json, list[Json]]:
+    """The running ExitCode job of 2 Workers, its Worker count edited at minute 30."""
+    job, children = _running(replicas=WHOLE)
+    job["spec"]["mxReplicaSpecs"]["Worker"]["replicas"] = workers
+    return _edited(job, 30), children
+
+
+@case
+def resize_running_job_grows() -> Json:
+    """Worker replicas 2 to 3 on a running ps-lite job: a whole-job restart at the new size.
+
+    ps-lite fixed the run's membership at its start, so no Worker is added beside it: the run
+    record comes first (every pod kept), dated by the edit, and the restart is not counted."""
+    job, children = _resized(3)
+    return request(job, children)
+
+
+@case
+def resize_running_job_shrinks() -> Json:
+    """Worker replicas 2 to 1: the pod of the Worker the spec no longer has stays with its run.
+
+    It goes when the run goes (the next step), not before the record is made."""
+    job, children = _resized(1)
+    return request(job, children)
+
+
+def _resized_run_gone(workers: int) -> tuple[Json, list[Json]]:
+    """The resize's record observed and shown, run 0's pods and Services gone."""
+    job, children = _resized(workers)
+    decided = run(request(job, children))
+    record = [
+        c for c in cluster_after(decided, minutes=31) if "-mxjob-run-" in c["metadata"]["name"]
+    ]
+    kept = [c for c in children if c["kind"] == "ConfigMap"] + record
+    job["status"] = status_after(job, children + record)
+    return job, kept
+
+
+@case
+def resize_replaces_the_config_between_runs() -> Json:
+    """The resized job between runs: its config ConfigMap, made for 2 Workers, goes first.
+
+    It is immutable and never updated, so it is left out (Metacontroller deletes it) and no pod
+    of run 1 is made until it is listed again with 3 Workers."""
+    job, children = _resized_run_gone(3)
+    job["status"] = status_after(job, children)
+    return request(job, children)
+
+
+@case
+def resize_next_run_at_the_new_size() -> Json:
+    """The old config gone: run 1's 3 Workers and the new config are made together.
+
+    Every process of run 1 reads DMLC_NUM_WORKER 3 and a cluster of 3 Workers."""
+    job, children = _resized_run_gone(3)
+    children = [c for c in children if not c["metadata"]["name"].endswith("-mxjob-config")]
+    job["status"] = status_after(job, children)
+    return request(job, children)
+
+
+@case
+def tune_tuner_servers_resized_in_place() -> Json:
+    """MXTune, TunerServer replicas 2 to 3: only a third TunerServer is made, nothing restarts.
+
+    TVM's RPC tracker takes servers as they come and go."""
+    job = _tune_job()
+    children = all_pods(first_cluster(job), running)
+    job = _tune_job(status=status_after(job, children))
+    job["spec"]["mxReplicaSpecs"]["TunerServer"]["replicas"] = 3
+    return request(_edited(job, 30), children)
+
+
+# --- docs/restarts.md#deleted-pods: kubectl delete pod ------------------------------------------
+
+
+def _deleted(pod: Json, minutes: float, grace: int = 30) -> Json:
+    """The pod deleted at `minutes` with a grace period of `grace` seconds, still terminating."""
+    obj = copy.deepcopy(pod)
+    obj["metadata"]["deletionTimestamp"] = at(minutes + grace / 60)
+    obj["metadata"]["deletionGracePeriodSeconds"] = grace
+    return obj
+
+
+@case
+def never_worker_deleted_still_terminating() -> Json:
+    """Never policy, a Worker deleted and still terminating: Failed at once, as when it ended.
+
+    What the process does with SIGTERM, and whether the hook sees it end, changes nothing; the
+    moment is the deletion's (its deletionTimestamp less its grace period)."""
+    job, children = _running(replicas=SMALL)
+    children = with_states(children, mnist_worker_1=lambda p: _deleted(p, minutes=59.5))
+    return request(job, children)
+
+
+@case
+def exitcode_server_deleted_restarts_the_whole_job() -> Json:
+    """ExitCode, a Server deleted with `kubectl delete pod`: the whole job restarts at once.
+
+    Counted, without waiting for the pod to end: ps-lite cannot take a Server back."""
+    job, children = _running(replicas=WHOLE)
+    children = with_states(children, mnist_server_0=lambda p: _deleted(p, minutes=59.5))
+    return request(job, children)
+
+
+@case
+def never_resumed_while_suspended_pods_terminate() -> Json:
+    """Never policy, resumed while the pods the suspension deleted still terminate: not judged.
+
+    The hook deleted them itself (before the resume); they go, and the replicas come back
+    under their names once they are gone."""
+    job, children = _running(replicas=SMALL)
+    job["spec"]["runPolicy"] = {"suspend": True}
+    _edited(job, 57)
+    suspended = run(request(job, children))
+    job["spec"]["runPolicy"] = {"suspend": False}
+    _edited(job, 59)
+    job["status"] = suspended.status
+    kept = {c["metadata"]["name"] for c in suspended.children}
+    children = [
+        _deleted(c, minutes=57.5, grace=180) if c["kind"] == "Pod" else c
+        for c in children
+        if c["kind"] == "Pod" or c["metadata"]["name"] in kept
+    ]
+    return request(job, children)
+
+
+@case
+def invalid_spec_pods_ended() -> Json:
+    """A running job edited into an invalid spec whose pods have all ended: completionTime.
+
+    The TTL component counts from it; while a pod still ran, the status had none."""
+    job, children = _running(replicas=SMALL)
+    job["spec"]["mxReplicaSpecs"]["Worker"]["restartPolicy"] = "Sometimes"
+    _edited(job, 30)
+    children = all_pods(children, lambda p: terminated(p, 0, minutes=40))
+    return request(job, children)
 
 
 # --- docs/restarts.md#failure-policy: rules users write -------------------------------------------
@@ -1154,6 +1314,8 @@ def whole_job_old_pods_ended() -> Json:
         for c in children
     ]
     children = [terminating(c, minutes=60) if c["kind"] == "Pod" else c for c in children]
+    # Run 0's Services went with its pods (whole-job-deletes-the-run).
+    children = [c for c in children if c["kind"] != "Service"]
     job = mxjob(replicas=WHOLE, status=status_after(job, children))
     return request(job, children)
 

@@ -156,11 +156,25 @@ def test_same_request_same_response(body: dict[str, Any]) -> None:
 @PROFILE
 @given(states())
 def test_response_fed_back_as_observed_children_changes_nothing(body: dict[str, Any]) -> None:
-    """The cluster after applying a response: kept children as observed, new ones created."""
+    """The cluster after applying a response: kept children as observed, new ones created.
+
+    One exception, once: between runs a config ConfigMap, PodGroup or Service made for another
+    run is left out (deleted) and made again, new, by the next answer, with the run's pods
+    (docs/restarts.md#resizing). That answer only adds, and the one after it changes nothing."""
     first = run(body)
     after = applied(body, first.children)
-    second = run(request(body["parent"], after, body["controller"]))
-    assert sorted(map(key, second.children)) == sorted(map(key, first.children))
+    again = request(body["parent"], after, body["controller"])
+    second = run(again)
+    if sorted(map(key, second.children)) != sorted(map(key, first.children)):
+        listed, relisted = set(map(key, first.children)), set(map(key, second.children))
+        replaced = {
+            k
+            for k in map(key, observed_children(body))
+            if k not in listed and k[0] in ("ConfigMap", "PodGroup", "Service")
+        }
+        assert listed < relisted and replaced & relisted
+        third = run(request(body["parent"], applied(again, second.children), body["controller"]))
+        assert sorted(map(key, third.children)) == sorted(map(key, second.children))
 
 
 def applied(

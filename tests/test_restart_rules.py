@@ -11,6 +11,7 @@ from hooks.core.children import ConfigMap, decode_child
 from hooks.core.failure_policy import Action, judge
 from hooks.core.job import Job
 from hooks.core.naming import Slot, run_from_record_name, run_record_name
+from hooks.core.observed import judged_deleted
 from hooks.core.outcome import deciding_types
 from hooks.core.restarts import RunStart, plan_slot
 from hooks.core.runs import (
@@ -63,7 +64,7 @@ def with_policy(replicas: dict[str, Any], policy: str) -> dict[str, Any]:
         ("MXTrain", TRAIN, "mnist-server-0", lambda p: terminated(p, 1), False),  # fatal
         ("MXTrain", TRAIN, "mnist-server-0", lambda p: disrupted(terminated(p, None)), True),
         ("MXTrain", TRAIN, "mnist-server-0", lambda p: disrupted(terminating(p)), True),
-        ("MXTrain", TRAIN, "mnist-server-0", terminating, False),  # e.g. the hook's suspend
+        ("MXTrain", TRAIN, "mnist-server-0", terminating, True),  # kubectl delete pod: at once
         ("MXTune", TUNE, "mnist-tunerserver-1", lambda p: terminated(p, 137), False),
         ("MXTune", TUNE, "mnist-tunertracker-0", lambda p: terminated(p, 137), True),
         ("MXTune", TUNE, "mnist-tuner-0", lambda p: terminated(p, 130), True),
@@ -81,7 +82,7 @@ def test_restart_scope_by_role(
         plan_slot(
             s,
             RestartPolicy.EXIT_CODE,
-            [o for o in observed.values() if o and o.slot == s],
+            [judged_deleted(o, None) for o in observed.values() if o and o.slot == s],
             RunStart(),
         )
         for s in job.slots()

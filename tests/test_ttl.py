@@ -117,6 +117,11 @@ class Case:
     says: str = ""
 
 
+def refused(seconds: float) -> dict[str, Any]:
+    """The Failed condition of a job the hook refused, dated by the spec's last change."""
+    return {**condition("Failed", seconds=seconds), "reason": "MXJobInvalidSpec"}
+
+
 def running_job() -> dict[str, Any]:
     return mxjob(conditions=[condition("Created"), condition("Running")], ttl=0)
 
@@ -146,6 +151,20 @@ CASES = [
         at(15),
     ),
     Case("TTL 0: deleted as soon as finished", succeeded(ttl=0), at(0), Action.DELETE, at(0)),
+    Case(
+        "refused by the hook while its pods may still run (no completionTime): never",
+        mxjob(conditions=[refused(seconds=-(10**6))], ttl=3600),
+        at(10**6),
+        Action.NEVER,
+        says="MXJobInvalidSpec",
+    ),
+    Case(
+        "refused by the hook, its pods ended: counted from the completionTime the hook gave",
+        mxjob(conditions=[refused(seconds=-(10**6))], completion=stamp(100), ttl=3600),
+        at(3600),
+        Action.RECHECK,
+        at(3700),
+    ),
     Case(
         "not yet: recheck at the exact expiry",
         succeeded(ttl=60),

@@ -22,6 +22,7 @@ import copy
 import dataclasses
 import functools
 import json
+import math
 import random
 import re
 import sys
@@ -782,16 +783,32 @@ def _newest_run(body: Json) -> int:
     return max(runs, default=0)
 
 
-def _old_run_pods(body: Json, keys: set[tuple[Any, Any]]) -> bool:
-    """Whether every key is a Pod of a run older than the newest run record: a whole-job
-    restart deletes those once the parent status shows the restart."""
+def _run_of(child: Json) -> float:
+    """The run a pod belongs to (its annotation), 0 when it has none; an annotation that is no
+    run number belongs to no older run."""
+    run = _dig(child, "metadata", "annotations", RUN_ANNOTATION)
+    if run is None:
+        return 0
+    return int(run) if isinstance(run, str) and run.isdigit() else math.inf
+
+
+def _replaced_with_the_run(body: Json, keys: set[tuple[Any, Any]]) -> bool:
+    """Whether every key is something a new run replaces (docs/restarts.md): a Pod of a run
+    older than the newest run record, which a whole-job restart deletes once the parent status
+    shows it; or, while no pod of the newest run is observed, the job's config ConfigMap, its
+    PodGroup or one of its Services, which are made again for the run when they differ from
+    what it needs."""
     observed, newest = _observed(body), _newest_run(body)
+    pods = [child for (kind, _), (_, _, child) in observed.items() if kind == "Pod"]
+    between = not any(_run_of(pod) >= newest for pod in pods)
     for key in keys:
-        if key[0] != "Pod" or key not in observed:
+        if key not in observed:
             return False
-        run = _dig(observed[key][2], "metadata", "annotations", RUN_ANNOTATION)
-        if not (isinstance(run, str) and run.isdigit() and int(run) < newest) and not (
-            run is None and newest > 0
+        if key[0] == "Pod":
+            if _run_of(observed[key][2]) >= newest:
+                return False
+        elif not between or not (
+            key[0] in ("Service", "PodGroup") or str(key[1]).endswith("-mxjob-config")
         ):
             return False
     return True
@@ -829,7 +846,7 @@ def check_fixpoint(case: Case, first: Answer, post: Post) -> Verdict:
         after = decode(data)
         added = _keys(after) - _keys(answer)
         removed = _keys(answer) - _keys(after)
-        if removed and not finishes and not _old_run_pods(body, removed):
+        if removed and not finishes and not _replaced_with_the_run(body, removed):
             verdict.failures.append(
                 Failure("fixpoint-deletes", f"then: {_few(removed)}", _kinds(removed))
             )

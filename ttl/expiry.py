@@ -3,7 +3,10 @@
 Only a `Succeeded` or `Failed` condition with status "True" makes a job finished (both are
 terminal and never flip back: docs/status.md#conditions). The job then expires
 `ttlSecondsAfterFinished` after its finish time, which is `status.completionTime`, or, without
-it, the lastTransitionTime of the terminal condition. The TTL is read from `spec.runPolicy`,
+it, the lastTransitionTime of the terminal condition. A job the hook refused (`Failed` for
+`MXJobInvalidSpec`) keeps the pods it already had running, so it is finished only once the hook
+gives it a `completionTime`, which it does when none of them runs any more
+(docs/run-policy.md#ttlsecondsafterfinished). The TTL is read from `spec.runPolicy`,
 falling back to the inline layout of kubeflow/mxnet-operator v1 (`spec.ttlSecondsAfterFinished`).
 
 Deleting is the one irreversible step, so every doubt keeps the job: a malformed status, spec or
@@ -15,7 +18,7 @@ from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
-from hooks.core.api import TERMINAL
+from hooks.core.api import TERMINAL, Reason
 from hooks.core.timestamps import format_time, parse_time
 
 TTL_FIELD = "ttlSecondsAfterFinished"
@@ -68,6 +71,9 @@ def _decide(job: object, now: datetime) -> Decision:
     terminal = _terminal_conditions(_object(job, "status"))
     if not terminal:
         return _never("not finished (no Succeeded or Failed condition with status True)")
+    refused = any(c.get("reason") == Reason.INVALID_SPEC for c in terminal)
+    if refused and _object(job, "status").get("completionTime") is None:
+        return _never("refused by the hook (MXJobInvalidSpec), and its pods may still run")
     ttl = _ttl(_object(job, "spec"))
     if ttl is None:
         return _never(f"finished, but no {TTL_FIELD} is set")

@@ -16,7 +16,7 @@ job a gang scheduler or Kueue places: the only readers of where a pod is bound.
 """
 
 from datetime import datetime
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, TypeVar, cast
 
 import msgspec
 from msgspec import UNSET, Raw, Struct, UnsetType
@@ -56,6 +56,8 @@ class Meta(_Shape, frozen=True):
     annotations: dict[str, Raw] = {}
     creation_timestamp: Moment | None = None
     deletion_timestamp: Moment | None = None
+    #: The grace period of a deletion: its request was made this long before deletionTimestamp.
+    deletion_grace_period_seconds: int | None = None
 
     def annotation(self, key: str) -> str | None:
         """The value of one annotation, if the child has it; raises ChildError if it is no
@@ -203,8 +205,45 @@ BODY_FIELDS = {
     "immutable": "immutable",
 }
 
+
+class ServicePort(_Shape, frozen=True):
+    """A Service port: where it listens and where it sends."""
+
+    port: int | None = None
+    target_port: int | str | None = None
+
+
+class ServiceSpec(_Shape, frozen=True):
+    """What the core compares of a Service's spec: which pods it selects, on which ports."""
+
+    selector: dict[str, str] = {}
+    ports: list[ServicePort] = []
+
+
+class GroupSpec(_Shape, frozen=True):
+    """What the core compares of a PodGroup's spec: how many pods the gang needs."""
+
+    min_member: int | None = None
+
+
 _POD_SPEC = msgspec.json.Decoder(PodSpec)
 _NO_SPEC = PodSpec()
+_SPECS: dict[type[Struct], msgspec.json.Decoder[Any]] = {
+    ServiceSpec: msgspec.json.Decoder(ServiceSpec),
+    GroupSpec: msgspec.json.Decoder(GroupSpec),
+}
+_S = TypeVar("_S", ServiceSpec, GroupSpec)
+
+
+def spec_of(child: Child, shape: type[_S]) -> _S | None:
+    """A child's spec read into `shape`, or None when it has none of that shape: only compared
+    between runs (hooks/core/sync.py), never a reason to refuse a request."""
+    if isinstance(child.spec, UnsetType):
+        return None
+    try:
+        return cast(_S, _SPECS[shape].decode(child.spec))
+    except msgspec.MsgspecError:
+        return None
 
 
 def pod_spec(pod: Pod) -> PodSpec:

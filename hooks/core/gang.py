@@ -9,7 +9,7 @@ from enum import StrEnum
 from typing import Any
 
 from hooks.core import quantity
-from hooks.core.children import PodGroup
+from hooks.core.children import GroupSpec, PodGroup, spec_of
 from hooks.core.fields import dig_dict, dig_list
 from hooks.core.labels import job_labels
 from hooks.core.spec import JobSpec
@@ -69,6 +69,13 @@ def pod_group(gang: Gang, name: str, namespace: str, spec: JobSpec) -> dict[str,
         "metadata": {"name": name, "namespace": namespace, "labels": job_labels(name)},
         "spec": group_spec,
     }
+
+
+def same_group(desired: dict[str, Any], observed: PodGroup) -> bool:
+    """Whether an observed PodGroup asks for as many pods as the desired one: the one field a
+    resize changes. Only that is compared, as a scheduler's webhook may default others."""
+    spec = spec_of(observed, GroupSpec)
+    return spec is not None and spec.min_member == desired["spec"]["minMember"]
 
 
 def min_member(spec: JobSpec) -> int:

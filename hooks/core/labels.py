@@ -1,6 +1,7 @@
 """Labels the Kubeflow training operators put on children; users and tools select by them."""
 
 from hooks.core.api import (
+    ANNOTATION_RUN,
     LABEL_JOB_NAME,
     LABEL_JOB_ROLE,
     LABEL_OPERATOR,
@@ -27,6 +28,17 @@ def slot_selector(job: str, slot: Slot) -> dict[str, str]:
         LABEL_REPLICA_TYPE: slot.rtype.short,
         LABEL_REPLICA_INDEX: str(slot.index),
     }
+
+
+#: The run a pod belongs to, from run 1 on (the first run's pods have no such label): a Service
+#: of run N selects only run N's pods, never a pod left over from an earlier run
+#: (docs/restarts.md#whole-job-restarts).
+LABEL_RUN = ANNOTATION_RUN
+
+
+def run_selector(run: int) -> dict[str, str]:
+    """What a Service of this run adds to its slot's selector, and a pod of it to its labels."""
+    return {LABEL_RUN: str(run)} if run > 0 else {}
 
 
 def slot_labels(job: str, slot: Slot) -> dict[str, str]:

@@ -84,6 +84,11 @@ class ObservedPod(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     disrupted: bool = False
     #: `metadata.deletionTimestamp`: the moment the kubelet kills the pod if it has not ended.
     deadline: datetime | None = None
+    #: When its deletion was asked for: the deadline less the deletion's grace period.
+    deleted_at: datetime | None = None
+    #: Deleted by someone else than the hook (`kubectl delete pod`, an eviction, a drain):
+    #: judged as failed from the moment the hook sees it (`judged_deleted`).
+    deleted: bool = False
     #: Why the pod cannot start (`ImagePullBackOff: …`, `Unschedulable: …`), while it waits.
     blocked: str | None = None
     #: How the rejoin wait failed (`sleep` missing from the image…): the pod can never run.
@@ -125,6 +130,20 @@ class ObservedPod(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     def last_event(self) -> datetime | None:
         """The latest moment this pod shows: finish, start or creation."""
         return latest(self.finished, self.started, self.created)
+
+    @property
+    def failed_at(self) -> datetime | None:
+        """When its failure happened: a deleted pod's deletion, else its end (or last event)."""
+        if self.deleted:
+            return self.deleted_at
+        return self.finished or self.last_event
+
+    def as_failed(self) -> "ObservedPod":
+        """The pod as failure rules judge it: a deleted pod failed without an exit code, what
+        its process did with SIGTERM says nothing of the job."""
+        if not self.deleted:
+            return self
+        return msgspec.structs.replace(self, exit_code=None, exits=())
 
     def settled(self, now: datetime) -> "ObservedPod":
         """The pod as the hook treats it at `now`: one still observed LOST_AFTER past its
@@ -184,6 +203,7 @@ def read_pod(job: str, pod: Pod, *, placement: bool = True) -> ObservedPod | Non
         run=_count(metadata.annotation(ANNOTATION_RUN)),
         disrupted=_DISRUPTED in conditions,
         deadline=moment(metadata.deletion_timestamp),
+        deleted_at=_requested(metadata.deletion_timestamp, metadata.deletion_grace_period_seconds),
         blocked=_blocked(
             [*status.init_container_statuses, *statuses],
             conditions.get(_UNSCHEDULED),
@@ -220,6 +240,28 @@ _SCHEDULED = ("PodScheduled", ConditionStatus.TRUE.value)
 _UNSCHEDULED = ("PodScheduled", ConditionStatus.FALSE.value)
 _EVICTED = (KUEUE_TERMINATION, ConditionStatus.TRUE.value)
 _DISRUPTED = (DISRUPTION, ConditionStatus.TRUE.value)
+
+
+def _requested(deadline: datetime | None, grace: int | None) -> datetime | None:
+    """When a deletion was asked for: its deadline less its grace period (whole seconds)."""
+    if deadline is None:
+        return None
+    try:
+        return moment(deadline - timedelta(seconds=max(grace or 0, 0)))
+    except OverflowError:  # a grace period reaching before year 1
+        return moment(deadline)
+
+
+def judged_deleted(pod: ObservedPod, own_until: datetime | None) -> ObservedPod:
+    """The pod with `deleted` set when someone else than the hook deleted it: it is being
+    deleted, not lost with its node (that has its own rule) nor stopped by Kueue (which restarts
+    the run), and its deletion came after `own_until`, up to which the job's own suspension
+    deleted its pods (docs/restarts.md#deleted-pods)."""
+    if pod.deleted_at is None or pod.lost or pod.evicted is not None:
+        return pod
+    if own_until is not None and pod.deleted_at <= own_until:
+        return pod
+    return msgspec.structs.replace(pod, deleted=True)
 
 
 def _blocked(statuses: list[ContainerStatus], unscheduled: Condition | None) -> str | None:

@@ -83,7 +83,7 @@ def _failed_for_good(facts: _Facts) -> Outcome | None:
     verdict = plan.verdict
     rule = verdict.by() if verdict and verdict.rule and verdict.action is Action.FAIL_JOB else None
     why = f"{what}, which {rule or f'restartPolicy {policy.value}'} does not retry."
-    return _failed(facts, Reason.FAILED, why, pod.finished or pod.last_event)
+    return _failed(facts, Reason.FAILED, why, pod.failed_at)
 
 
 def _could_not_start(facts: _Facts) -> Outcome | None:

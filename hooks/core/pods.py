@@ -14,7 +14,7 @@ from hooks.core.gang import (
     Gang,
 )
 from hooks.core.job import Job
-from hooks.core.labels import at_index, slot_labels
+from hooks.core.labels import at_index, run_selector, slot_labels
 from hooks.core.naming import Slot, attempt_name, slot_prefix
 from hooks.core.queueing import group_metadata, queue_group
 from hooks.core.rejoin import pod_restart_policy, wait_container
@@ -78,6 +78,7 @@ class PodMaker:
         labels = {
             **template.get("metadata", {}).get("labels", {}),
             **slot_labels(job.name, Slot(rtype, 0)),
+            **run_selector(run),
         }
         annotations = {
             **template.get("metadata", {}).get("annotations", {}),

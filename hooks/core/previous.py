@@ -8,7 +8,7 @@ ones of known types, with known keys only.
 """
 
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from hooks.core import conditions as cond
@@ -37,10 +37,29 @@ class PreviousStatus:
     @property
     def failed_reason(self) -> str | None:
         """The reason of its Failed=True condition, if any."""
+        found = self._failed()
+        return found.get("reason") if found else None
+
+    @property
+    def failed_message(self) -> str | None:
+        """The message of its Failed=True condition, if any."""
+        found = self._failed()
+        return found.get("message") if found else None
+
+    def _failed(self) -> cond.Condition | None:
         found = cond.find(self.conditions, ConditionType.FAILED)
-        return (
-            found.get("reason") if found and found.get("status") == ConditionStatus.TRUE else None
-        )
+        return found if found and found.get("status") == ConditionStatus.TRUE else None
+
+    @property
+    def suspended_until(self) -> datetime | None:
+        """Up to when the job's own suspension may have deleted its pods: while it shows
+        Suspended=True, any moment; once resumed, the resume; never suspended, None."""
+        found = cond.find(self.conditions, ConditionType.SUSPENDED)
+        if found is None:
+            return None
+        if found.get("status") == ConditionStatus.TRUE:
+            return datetime.max.replace(tzinfo=UTC)
+        return parse_time(found.get("lastTransitionTime")) or datetime.max.replace(tzinfo=UTC)
 
     def shows(self, ctype: ConditionType, message: str) -> bool:
         """Whether it has the condition of a type True with exactly this message."""

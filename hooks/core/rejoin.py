@@ -37,6 +37,11 @@ WAIT_CONTAINER = "mxjob-rejoin-wait"
 #: Fields of the mxnet container the wait copies, so it runs wherever that container may
 #: (the same image, pull policy and security settings: PodSecurity admission checks them all).
 _COPIED = ("image", "imagePullPolicy", "securityContext")
+#: Resources the wait declares as the mxnet container does, so a ResourceQuota or a policy that
+#: demands them admits it wherever it admits that container. A pod's effective request is the
+#: larger of its init containers' and the sum of its containers', so this costs the pod nothing,
+#: and its QoS class stays that of the mxnet container (docs/restarts.md#rejoining-ps-lite).
+_RESOURCES = ("cpu", "memory", "ephemeral-storage")
 
 
 def through_ps_lite(spec: JobSpec) -> bool:
@@ -78,4 +83,19 @@ def wait_container(spec: JobSpec, rtype: ReplicaType) -> dict[str, Any] | None:
         return None
     mxnet = mxnet_container(spec.replicas[rtype].template)
     copied = {key: mxnet[key] for key in _COPIED if key in mxnet}
+    resources = _resources(mxnet.get("resources"))
+    if resources:
+        copied["resources"] = resources
     return {"name": WAIT_CONTAINER, **copied, "command": ["sleep", str(seconds)]}
+
+
+def _resources(declared: object) -> dict[str, dict[str, Any]]:
+    """The mxnet container's requests and limits of CPU, memory and ephemeral storage."""
+    if not isinstance(declared, dict):
+        return {}
+    kept = {
+        kind: {name: value for name, value in amounts.items() if name in _RESOURCES}
+        for kind in ("requests", "limits")
+        if isinstance(amounts := declared.get(kind), dict)
+    }
+    return {kind: amounts for kind, amounts in kept.items() if amounts}

@@ -57,6 +57,9 @@ def describe_exit(pod: ObservedPod, retried: Verdict | None = None) -> str:
         return f"was stopped by Kueue ({pod.evicted}), not counted toward backoffLimit"
     if pod.disrupted:
         return f"was disrupted by the cluster{why}{cost}"
+    if pod.deleted:
+        # Whether it is still ending or has exited: the same words on every sync.
+        return f"was deleted{cost}"
     deleted = "was deleted and " if pod.terminating else ""
     if pod.exit_code is None:
         return f"{deleted}failed without an exit code of its mxnet container{why}{cost}"
@@ -140,10 +143,16 @@ def plan_slot(
         )
     current = attempts[-1]
     so_far = current.restarts_before + current.restart_count
-    if current.phase is not PodPhase.FAILED:
+    # A pod someone deleted is judged from the moment the hook sees the deletion, as failed
+    # without an exit code, so what its process does with SIGTERM (and whether the hook sees it
+    # end at all) changes nothing; it is replaced once it has ended.
+    ended = current.phase is PodPhase.FAILED or (
+        current.deleted and current.phase is PodPhase.SUCCEEDED
+    )
+    if not ended:
         predecessor = attempts[-2] if len(attempts) > 1 else None
         replaced = predecessor is not None and predecessor.phase is PodPhase.FAILED
-        return SlotPlan(
+        still = SlotPlan(
             slot=slot,
             keep=(predecessor, current) if predecessor and replaced else (current,),
             current=current,
@@ -151,7 +160,12 @@ def plan_slot(
             run=start.run,
             counted=so_far,
         )
-    verdict = judge(rules, policy, slot.rtype, current)
+        if not current.deleted:
+            return still
+        verdict = judge(rules, policy, slot.rtype, current.as_failed())
+        fatal = current if verdict.action is Action.FAIL_JOB else None
+        return msgspec.structs.replace(still, fatal=fatal, verdict=verdict)
+    verdict = judge(rules, policy, slot.rtype, current.as_failed())
     if verdict.action is Action.FAIL_JOB or current.attempt >= MAX_ATTEMPT:
         return SlotPlan(
             slot=slot,

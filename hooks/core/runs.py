@@ -29,7 +29,7 @@ from hooks.core.failure_policy import Action
 from hooks.core.job import Job
 from hooks.core.labels import job_labels
 from hooks.core.naming import Slot, run_from_record_name, run_record_name
-from hooks.core.observed import FINISHED_PHASES, ObservedPod, PodPhase
+from hooks.core.observed import FINISHED_PHASES, ObservedPod, PodPhase, judged_deleted
 from hooks.core.previous import PreviousStatus
 from hooks.core.rejoin import through_ps_lite
 from hooks.core.restarts import RunStart, SlotPlan, describe_exit, plan_slot, replica_words
@@ -163,40 +163,46 @@ def _run_start(
 def _trigger(job: Job, plan: SlotPlan, no_rejoin: str | None) -> tuple[int, str] | None:
     """Whether this slot's state restarts the whole job: the restarts it adds and the words.
 
-    A failed pod restarts the whole job when a failurePolicy rule says RestartJob (any type),
-    when its type cannot be replaced alone, or when it is a Worker of a ps-lite run whose
-    Scheduler cannot take a replaced Worker back (`no_rejoin` says why)."""
+    A failed (or deleted) pod restarts the whole job when a failurePolicy rule says RestartJob
+    (any type), when its type cannot be replaced alone, or when it is a Worker of a ps-lite run
+    whose Scheduler cannot take a replaced Worker back (`no_rejoin` says why). A deleted pod
+    does so at once: it is going, whether or not the hook sees it end."""
     pod = plan.current
     if pod is not None and pod.evicted:
         # Kueue took the admission back and stops every pod of the group: never the job's
         # fault, whatever the type and the restartPolicy (docs/scheduling.md#preemption).
         return 0, describe_exit(pod)
-    if pod is None or plan.fatal is not None:
-        return None
+    if pod is None or plan.fatal is not None or plan.verdict is None:
+        return _in_place(job, plan)
     verdict = plan.verdict
-    failed = pod.phase is PodPhase.FAILED and plan.create_attempt is not None
-    if failed and verdict is not None and verdict.action is Action.RESTART_JOB:
-        return plan.restarts - plan.counted, describe_exit(pod, verdict)
+    added = plan.restarts - plan.counted if plan.create_attempt is not None else verdict.added
+    if verdict.action is Action.RESTART_JOB:
+        return added, describe_exit(pod, verdict)
     if (
-        failed
-        and no_rejoin is not None
+        no_rejoin is not None
         and plan.slot.rtype is ReplicaType.WORKER
         and through_ps_lite(job.spec)
     ):
-        return plan.restarts - plan.counted, f"{describe_exit(pod, verdict)}, and {no_rejoin}"
+        return added, f"{describe_exit(pod, verdict)}, and {no_rejoin}"
     if plan.slot.rtype not in WHOLE_JOB_TYPES:
         return None
-    alone = f", and {_WHO[job.spec.mode]} cannot replace a {plan.slot.rtype.value} alone"
-    if failed:
-        return plan.restarts - plan.counted, describe_exit(pod, verdict) + alone
-    if pod.terminating and pod.disrupted:
-        # Preempted or drained: the pod is deleted, not failed. A deletion without that
-        # condition may be the hook's own (suspend) and is left to the slot's plan.
-        return 0, describe_exit(pod) + alone
+    return added, describe_exit(pod, verdict) + _alone(job, plan.slot)
+
+
+def _alone(job: Job, slot: Slot) -> str:
+    return f", and {_WHO[job.spec.mode]} cannot replace a {slot.rtype.value} alone"
+
+
+def _in_place(job: Job, plan: SlotPlan) -> tuple[int, str] | None:
+    """A Scheduler or Server (TunerTracker, Tuner) the kubelet already restarted in place: its
+    restartCount already counts that restart."""
+    pod = plan.current
+    if pod is None or plan.fatal is not None or plan.slot.rtype not in WHOLE_JOB_TYPES:
+        return None
     policy = job.spec.replicas[plan.slot.rtype].restart_policy
     if policy in _IN_PLACE and pod.restart_count > 0:
-        # The kubelet already restarted it, and its restartCount already counts that restart.
-        return 0, f"was restarted in place by the kubelet ({pod.restart_count} restarts){alone}"
+        words = f"was restarted in place by the kubelet ({pod.restart_count} restarts)"
+        return 0, words + _alone(job, plan.slot)
     return None
 
 
@@ -214,7 +220,7 @@ def decide_restart(
         added, words = trigger
         counts = {p.slot: p.counted for p in plans}
         counts[plan.slot] += added
-        newest = max((p.attempt for q in plans for p in (*q.keep, q.current) if p), default=0)
+        newest = _newest(plans, [])
         pod = plan.current
         cause = (
             f"MXJob {job.name} is restarting the whole job: {replica_words(plan.slot, pod)} {words}"
@@ -224,9 +230,32 @@ def decide_restart(
             attempt=newest + 1,
             restarts_before={slot: n for slot, n in counts.items() if n > 0},
             cause=cause,
-            moment=pod.finished or pod.last_event,
+            moment=pod.failed_at,
         )
     return None
+
+
+def _newest(plans: list[SlotPlan], extra: list[ObservedPod]) -> int:
+    """The newest attempt any observed pod of the run has."""
+    pods = [p for q in plans for p in (*q.keep, q.current) if p] + extra
+    return max((p.attempt for p in pods), default=0)
+
+
+def resize_restart(
+    job: Job, run: int, plans: list[SlotPlan], extra: list[ObservedPod], words: str | None
+) -> RunRecord | None:
+    """A whole-job restart at the spec's new size when the running processes were started
+    with another cluster (`words` say how it changed, hooks/core/resize.py): not counted toward
+    backoffLimit, dated by the spec's change."""
+    if words is None or not (extra or any(p.current is not None for p in plans)):
+        return None
+    return RunRecord(
+        run=run + 1,
+        attempt=_newest(plans, extra) + 1,
+        restarts_before={p.slot: p.counted for p in plans if p.counted > 0},
+        cause=f"MXJob {job.name} is restarting the whole job: {words}",
+        moment=job.spec_changed,
+    )
 
 
 def _held(plans: list[SlotPlan], record: RunRecord) -> list[SlotPlan]:
@@ -273,11 +302,13 @@ def may_create_run(previous: PreviousStatus, restart: RunRecord | None, *, old: 
 
 @dataclass(frozen=True, kw_only=True)
 class RunPlan:
-    """The whole job on one sync: the current run's slot plans, older pods still observed, and
-    the whole-job restart decided now (`fresh`) or under way (`restart`) at its `step`."""
+    """The whole job on one sync: the current run's slot plans, older pods still observed, pods
+    of the run whose slots the spec no longer has, and the whole-job restart decided now
+    (`fresh`) or under way (`restart`) at its `step`."""
 
     plans: list[SlotPlan]
     old: list[ObservedPod]
+    extra: list[ObservedPod]
     fresh: RunRecord | None
     restart: RunRecord | None
     step: Step
@@ -285,6 +316,12 @@ class RunPlan:
     @property
     def old_alive(self) -> bool:
         return _alive(self.old)
+
+    @property
+    def between_runs(self) -> bool:
+        """No pod of the current run is observed: the run has not started, or a restart is on
+        its way into it."""
+        return not self.extra and all(p.current is None for p in self.plans)
 
 
 def _alive(old: list[ObservedPod]) -> bool:
@@ -313,34 +350,64 @@ def _no_rejoin(current: list[tuple[Slot, ObservedPod]], starts: dict[Slot, RunSt
 
 
 def plan_run(
-    job: Job, observed: dict[Slot, list[ObservedPod]], record: RunRecord | None, now: datetime
+    job: Job,
+    observed: dict[Slot, list[ObservedPod]],
+    record: RunRecord | None,
+    now: datetime,
+    *,
+    own_until: datetime | None = None,
+    resized: str | None = None,
 ) -> RunPlan:
     """Plan every slot within the newest observed run, and decide or continue its restart.
 
     `now` tells only which pods are lost with their node: those count as failed, and an older
-    run's lost pods as gone (docs/restarts.md, "Lost nodes")."""
+    run's lost pods as gone (docs/restarts.md, "Lost nodes"). A pod of the run deleted after
+    `own_until` (the job's own suspension deleted its pods until then) was deleted by someone
+    else and is judged as failed at once. `resized` says how the spec's cluster differs from
+    the one the run started with (hooks/core/resize.py): that restarts the whole job."""
     pods = {slot: [p.settled(now) for p in attempts] for slot, attempts in observed.items()}
     run = current_run(record, pods)
     slots = job.slots()
-    old = [p for slot in slots for p in pods.get(slot, []) if p.run < run]
+    wanted = set(slots)
+    old = [p for _, attempts in sorted(pods.items()) for p in attempts if p.run < run]
+    extra = [
+        p
+        for slot, attempts in sorted(pods.items())
+        if slot not in wanted
+        for p in attempts
+        if p.run == run
+    ]
     alive = _alive(old)
     starts = {slot: _run_start(record, run, pods, slot) for slot in slots}
+    of_run = {
+        slot: [judged_deleted(p, own_until) for p in pods.get(slot, []) if p.run == run]
+        for slot in slots
+    }
     plans = [
         plan_slot(
             slot,
             job.spec.replicas[slot.rtype].restart_policy,
-            [p for p in pods.get(slot, []) if p.run == run],
+            of_run[slot],
             starts[slot],
             job.spec.run_policy.failure_rules,
         )
         for slot in slots
     ]
-    current = [(slot, p) for slot in slots for p in pods.get(slot, []) if p.run == run]
-    fresh = None if alive else decide_restart(job, run, plans, _no_rejoin(current, starts))
+    current = [(slot, p) for slot in slots for p in of_run[slot]]
+    fresh = None
+    if not alive:
+        fresh = decide_restart(job, run, plans, _no_rejoin(current, starts)) or resize_restart(
+            job, run, plans, extra, resized
+        )
     if fresh is not None:
         return RunPlan(
-            plans=_held(plans, fresh), old=old, fresh=fresh, restart=fresh, step=Step.RECORDING
+            plans=_held(plans, fresh),
+            old=old,
+            extra=extra,
+            fresh=fresh,
+            restart=fresh,
+            step=Step.RECORDING,
         )
     restart = record if _in_progress(record, run, plans, old=alive) else None
     step = Step.DELETING if alive else Step.CREATING
-    return RunPlan(plans=plans, old=old, fresh=None, restart=restart, step=step)
+    return RunPlan(plans=plans, old=old, extra=extra, fresh=None, restart=restart, step=step)

@@ -3,8 +3,9 @@
 from dataclasses import dataclass
 from typing import Any
 
+from hooks.core.children import Child, ServiceSpec, spec_of
 from hooks.core.job import Job
-from hooks.core.labels import at_index, slot_labels, slot_selector
+from hooks.core.labels import at_index, run_selector, slot_labels, slot_selector
 from hooks.core.naming import Slot, slot_prefix
 from hooks.core.spec import ReplicaSpec, mxnet_container
 
@@ -20,13 +21,13 @@ class _TypeParts:
     ports: list[dict[str, Any]]
 
 
-def _type_parts(job: str, replica: ReplicaSpec) -> _TypeParts:
+def _type_parts(job: str, replica: ReplicaSpec, run: int) -> _TypeParts:
     """Built from the type's slot 0; the other slots differ only in the index."""
     first = Slot(replica.rtype, 0)
     return _TypeParts(
         prefix=slot_prefix(job, replica.rtype),
         labels=slot_labels(job, first),
-        selector=slot_selector(job, first),
+        selector={**slot_selector(job, first), **run_selector(run)},
         ports=service_ports(mxnet_container(replica.template)),
     )
 
@@ -45,18 +46,19 @@ def service_ports(container: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 class ServiceMaker:
-    """The Services of one job on one sync: their ports, labels and selector are built once per
-    replica type, each Service adds its slot's name and index. The ports are shared read-only
-    by the Services of a type."""
+    """The Services of one job's run on one sync: their ports, labels and selector are built
+    once per replica type, each Service adds its slot's name and index. The ports are shared
+    read-only by the Services of a type."""
 
-    def __init__(self, job: Job) -> None:
+    def __init__(self, job: Job, run: int = 0) -> None:
         self._job = job
         self._types = {
-            rtype: _type_parts(job.name, spec) for rtype, spec in job.spec.replicas.items()
+            rtype: _type_parts(job.name, spec, run) for rtype, spec in job.spec.replicas.items()
         }
 
     def service(self, slot: Slot) -> dict[str, Any]:
-        """`clusterIP: None`, selecting the slot's pods by job name, replica type and index."""
+        """`clusterIP: None`, selecting the slot's pods of the run by job name, replica type,
+        index and (from run 1 on) run."""
         parts = self._types[slot.rtype]
         index = str(slot.index)
         return {
@@ -76,3 +78,14 @@ class ServiceMaker:
                 "publishNotReadyAddresses": True,
             },
         }
+
+
+def same_service(desired: dict[str, Any], observed: Child) -> bool:
+    """Whether an observed Service selects and serves as the desired one does."""
+    spec = spec_of(observed, ServiceSpec)
+    if spec is None:
+        return False
+    ports = {(p["port"], p["targetPort"]) for p in desired["spec"]["ports"]}
+    return spec.selector == desired["spec"]["selector"] and ports == {
+        (p.port, p.target_port) for p in spec.ports
+    }

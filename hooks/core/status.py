@@ -8,14 +8,15 @@ from datetime import datetime
 from typing import Any, Required, TypedDict, cast
 
 from hooks.core import conditions as cond
-from hooks.core.api import ConditionType, Reason
+from hooks.core.api import ConditionType, Reason, ReplicaType
 from hooks.core.job import Job
 from hooks.core.labels import type_selector
-from hooks.core.observed import ObservedPod, PodPhase
+from hooks.core.naming import Slot
+from hooks.core.observed import FINISHED_PHASES, ObservedPod, PodPhase
 from hooks.core.outcome import Outcome
 from hooks.core.previous import PreviousStatus
 from hooks.core.restarts import SlotPlan
-from hooks.core.timestamps import earliest, format_time
+from hooks.core.timestamps import earliest, format_time, latest
 
 
 class ReplicaStatus(TypedDict):
@@ -61,14 +62,17 @@ def start_time(
 
 
 def replica_statuses(job: Job, plans: list[SlotPlan]) -> dict[str, ReplicaStatus]:
-    """Per type: pods running, succeeded and failed (latest attempt of each slot), restarts."""
+    """Per type: pods running, succeeded and failed (latest attempt of each slot; a pod someone
+    deleted counts as failed from then on), restarts."""
     statuses: dict[str, ReplicaStatus] = {}
     for rtype in job.spec.replicas:
         current = [p.current for p in plans if p.slot.rtype is rtype and p.current is not None]
         statuses[rtype.value] = {
             "active": sum(1 for pod in current if pod.active),
-            "succeeded": sum(1 for pod in current if pod.phase is PodPhase.SUCCEEDED),
-            "failed": sum(1 for pod in current if pod.phase is PodPhase.FAILED),
+            "succeeded": sum(
+                1 for pod in current if pod.phase is PodPhase.SUCCEEDED and not pod.deleted
+            ),
+            "failed": sum(1 for pod in current if pod.phase is PodPhase.FAILED or pod.deleted),
             "restarts": sum(p.restarts for p in plans if p.slot.rtype is rtype),
             "selector": type_selector(job.name, rtype),
         }
@@ -170,8 +174,12 @@ def invalid_status(
     message: str,
     created_at: datetime | None,
     changed_at: datetime | None,
+    pods: dict[Slot, list[ObservedPod]],
 ) -> JobStatus:
-    """Failed with reason MXJobInvalidSpec; counts and times carried from the last status."""
+    """Failed with reason MXJobInvalidSpec, dated by the spec's change, counting the pods the
+    hook keeps (their latest attempts). `completionTime` is set only once none of them may run
+    any more: the job's work has ended then, at the latest of the spec's change and their ends,
+    and only then may the TTL component count from it (docs/run-policy.md)."""
     conditions = created(name, created_at, previous)
     conditions = cond.set_condition(
         conditions,
@@ -181,11 +189,36 @@ def invalid_status(
         message=message,
         time=_stamp(changed_at),
     )
-    replicas = previous.written.get("replicaStatuses")
+    latest_attempts = [attempts[-1] for attempts in pods.values() if attempts]
+    running = any(p.phase not in FINISHED_PHASES for p in latest_attempts)
+    ended = latest(changed_at, *(p.last_event for ps in pods.values() for p in ps))
     return _assemble(
         conditions,
-        # Carried as the last sync wrote them (or the user left them): echoed, not read.
-        cast(dict[str, ReplicaStatus], replicas) if isinstance(replicas, dict) else {},
+        _kept_counts(name, previous, pods),
         _stamp(previous.start),
-        None,
+        None if running else _stamp(ended),
     )
+
+
+def _kept_counts(
+    name: str, previous: PreviousStatus, pods: dict[Slot, list[ObservedPod]]
+) -> dict[str, ReplicaStatus]:
+    """Per type of the observed pods (or of the last status): the latest attempts running,
+    succeeded and failed; restarts as the last status counted them."""
+    written = previous.written.get("replicaStatuses")
+    counted = written if isinstance(written, dict) else {}
+    statuses: dict[str, ReplicaStatus] = {}
+    for rtype in ReplicaType:
+        latest_pods = [a[-1] for slot, a in pods.items() if slot.rtype is rtype and a]
+        if not latest_pods and rtype.value not in counted:
+            continue
+        was = counted.get(rtype.value)
+        restarts = was.get("restarts") if isinstance(was, dict) else None
+        statuses[rtype.value] = {
+            "active": sum(1 for pod in latest_pods if pod.active),
+            "succeeded": sum(1 for pod in latest_pods if pod.phase is PodPhase.SUCCEEDED),
+            "failed": sum(1 for pod in latest_pods if pod.phase is PodPhase.FAILED),
+            "restarts": restarts if isinstance(restarts, int) and restarts >= 0 else 0,
+            "selector": type_selector(name, rtype),
+        }
+    return statuses

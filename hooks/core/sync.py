@@ -15,19 +15,19 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Required, TypedDict, cast
 
-from hooks.core import gang, retention, runs, status
+from hooks.core import gang, resize, retention, runs, status
 from hooks.core.api import CleanPodPolicy, Reason
+from hooks.core.children import Child
 from hooks.core.configmaps import desired_config, desired_result, recorded_status
 from hooks.core.failure_policy import start_deadline
 from hooks.core.job import Job
-from hooks.core.naming import Slot, result_name
+from hooks.core.naming import Slot, config_map_name, result_name
 from hooks.core.observed import ObservedPod, lost_at
 from hooks.core.outcome import deadline_at, decide
 from hooks.core.pods import PodMaker
 from hooks.core.previous import PreviousStatus
-from hooks.core.request import CONFIG_MAP, SyncRequest
-from hooks.core.restarts import SlotPlan
-from hooks.core.services import ServiceMaker
+from hooks.core.request import CONFIG_MAP, POD, SERVICE, SyncRequest
+from hooks.core.services import ServiceMaker, same_service
 from hooks.core.spec import Problem, load
 from hooks.core.status import JobStatus
 from hooks.core.validation import validate
@@ -105,8 +105,19 @@ def _invalid(
     if ended.terminal and ended.failed_reason != Reason.INVALID_SPEC:
         return SyncResponse(status.frozen(ended), retention.keep_all(request), invalid=problems)
     message = f"MXJob {request.name} has an invalid spec: " + "; ".join(map(str, problems))
+    return _refused(request, message, problems)
+
+
+def _refused(request: SyncRequest, message: str, problems: list[Problem]) -> SyncResponse:
+    """A job this hook refused to run: every child kept as it is, the status counting the pods
+    it keeps, finished (for TTL) only once none of them runs any more (docs/run-policy.md)."""
     new_status = status.invalid_status(
-        request.name, request.previous, message, request.created, request.spec_changed
+        request.name,
+        request.previous,
+        message,
+        request.created,
+        request.spec_changed,
+        request.pods,
     )
     return SyncResponse(new_status, retention.keep_all(request), invalid=problems)
 
@@ -125,8 +136,9 @@ def _finished(job: Job, request: SyncRequest, record: PreviousStatus | None) -> 
     final = status.frozen(previous)
     reason = previous.failed_reason
     if reason == Reason.INVALID_SPEC:
-        # The job never ran under this controller's decisions: keep what the user has.
-        return SyncResponse(final, retention.keep_all(request))
+        # The job never ran under this controller's decisions, even if its spec is valid now:
+        # keep what the user has, still counting the pods it keeps.
+        return _refused(request, previous.failed_message or "", [])
     policy = job.spec.run_policy.clean_pod_policy
     if reason == Reason.DEADLINE:
         policy = CleanPodPolicy.ALL  # docs/run-policy.md: past the deadline, every pod goes
@@ -141,7 +153,15 @@ def _active(job: Job, request: SyncRequest, now: datetime) -> SyncResponse:
     """A valid, unsuspended, unfinished job: plan its run, decide, list its children."""
     previous, pods = request.previous, request.pods
     record, record_child = runs.observed_record(job, request.config_maps)
-    plan = runs.plan_run(job, pods, record, now)
+    config = request.config_maps.get(config_map_name(job.name))
+    plan = runs.plan_run(
+        job,
+        pods,
+        record,
+        now,
+        own_until=previous.suspended_until,
+        resized=resize.change(job, config),
+    )
     start = status.start_time(previous, pods, queued=job.queue is not None)
     waits = waiting_for(job, request.pod_group, _current(plan))
     outcome = decide(job, plan, start, now, waits)
@@ -154,13 +174,19 @@ def _active(job: Job, request: SyncRequest, now: datetime) -> SyncResponse:
         listed = [*kept, desired_result(job, new_status), desired_config(job)]
         return SyncResponse(new_status, _unique(listed))
     creating = runs.may_create_run(previous, plan.restart, old=plan.old_alive)
-    listed = _active_children(job, request, plan.plans, creating=creating)
+    keeps_old = not runs.may_delete_old_run(previous, record, plan.plans)
+    # Between runs, once the parent status shows the restart past its record (as for deleting
+    # the old run's pods: docs/run-policy.md#stale-cache-safety), or with no restart at all.
+    replacing = plan.between_runs and (plan.restart is None or not keeps_old)
+    listed = _active_children(job, request, plan, creating=creating, replacing=replacing)
     if plan.fresh is not None:
         listed.append(runs.record_config_map(job, plan.fresh))
+        # The run's pods of slots the spec no longer has go with the rest of the run.
+        listed.extend(_echoed(request, plan.extra))
     elif record_child is not None:
         listed.append(retention.as_observed(CONFIG_MAP, record_child))
-    if not runs.may_delete_old_run(previous, record, plan.plans):
-        listed.extend(_kept_pods(job, plan.old))
+    if keeps_old:
+        listed.extend(_echoed(request, plan.old))
     return SyncResponse(new_status, listed, _resync(job, start, plan, pods, now))
 
 
@@ -190,37 +216,95 @@ def _current(plan: runs.RunPlan) -> list[ObservedPod]:
     return [p.current for p in plan.plans if p.current is not None]
 
 
-def _kept_pods(job: Job, pods: Iterable[ObservedPod]) -> list[dict[str, Any]]:
-    """Observed pods of this job listed as their desired selves (kept, never changed). A pod
-    lost with its node is left out: it is being deleted already and Metacontroller skips
-    children pending deletion, so leaving it out changes nothing in the cluster and keeps every
-    answer the same whichever run the lost pod is counted in."""
-    return _kept_by(PodMaker(job), pods)
+def _echoed(request: SyncRequest, pods: Iterable[ObservedPod]) -> list[dict[str, Any]]:
+    """Observed pods listed as they are (kept, never changed): pods of an older run, or of
+    slots the spec no longer has, which the hook may no longer be able to make. A pod lost with
+    its node is left out: it is being deleted already and Metacontroller skips children pending
+    deletion, so leaving it out changes nothing in the cluster and keeps every answer the same
+    whichever run the lost pod is counted in."""
+    observed = request.group(POD)
+    return [retention.as_observed(POD, observed[p.name]) for p in pods if not p.lost]
 
 
 def _kept_by(maker: PodMaker, pods: Iterable[ObservedPod]) -> list[dict[str, Any]]:
-    """`_kept_pods`, made by the maker of the whole answer."""
+    """The current run's observed pods listed as their desired selves (kept, never changed)."""
     return [maker.pod(p.slot, p.attempt, p.restarts_before, p.run) for p in pods if not p.lost]
 
 
 def _active_children(
-    job: Job, request: SyncRequest, plans: list[SlotPlan], *, creating: bool
+    job: Job, request: SyncRequest, plan: runs.RunPlan, *, creating: bool, replacing: bool
 ) -> list[dict[str, Any]]:
-    """Pods kept or created per slot (created only when `creating`), a Service per slot, the
-    ConfigMap, the PodGroup."""
-    result: list[dict[str, Any]] = [desired_config(job)]
+    """Pods kept or created per slot, a Service per slot, the ConfigMap, the PodGroup; what does
+    not exist yet is made only when `creating` (no restart step is waiting to be seen).
+
+    While `replacing` (between runs: no pod of the current run observed, no older one to
+    keep), a config ConfigMap, PodGroup or Service that differs from what the run needs is left
+    out, so Metacontroller deletes it (children are never updated in place), and no pod is made
+    until it is listed again, new: a resized job's run reads its new cluster, waits as a gang
+    of its new size, and its Services select only its own pods (docs/restarts.md#resizing).
+    While the run has pods they stay as they are."""
+    run = plan.plans[0].run if plan.plans else 0
+    pods, services = PodMaker(job), ServiceMaker(job, run)
+    shared: list[dict[str, Any]] = [desired_config(job)]
     if job.gang is not None:
-        result.append(gang.pod_group(job.gang, job.name, job.namespace, job.spec))
-    admit = creating and gang.admits_new_pods(job.gang, request.pod_group)
-    pods, services = PodMaker(job), ServiceMaker(job)
-    for plan in plans:
-        result.extend(_kept_by(pods, plan.keep))
-        if plan.create_attempt is not None and admit:
+        shared.append(gang.pod_group(job.gang, job.name, job.namespace, job.spec))
+    wanted = [services.service(p.slot) for p in plan.plans]
+    left_out = _left_out(job, request, [*shared, *wanted], creating=creating, replacing=replacing)
+    replaced = any(reason == _STALE for reason in left_out.values())
+    admit = creating and not replaced and gang.admits_new_pods(job.gang, request.pod_group)
+    result = [child for child in shared if _key(child) not in left_out]
+    for slot_plan, service in zip(plan.plans, wanted, strict=True):
+        result.extend(_kept_by(pods, slot_plan.keep))
+        if slot_plan.create_attempt is not None and admit:
             result.append(
-                pods.pod(plan.slot, plan.create_attempt, plan.create_restarts_before, plan.run)
+                pods.pod(
+                    slot_plan.slot,
+                    slot_plan.create_attempt,
+                    slot_plan.create_restarts_before,
+                    slot_plan.run,
+                )
             )
-        result.append(services.service(plan.slot))
+        if _key(service) not in left_out:
+            result.append(service)
     return result
+
+
+_STALE, _NOT_YET = "stale", "not yet"
+
+
+def _key(child: dict[str, Any]) -> tuple[str, str]:
+    return str(child["kind"]), str(child["metadata"]["name"])
+
+
+def _left_out(
+    job: Job,
+    request: SyncRequest,
+    desired: list[dict[str, Any]],
+    *,
+    creating: bool,
+    replacing: bool,
+) -> dict[tuple[str, str], str]:
+    """The desired config ConfigMap, PodGroup and Services not listed now, and why: not made
+    yet while nothing may be created, or observed different while `replacing`."""
+    found: dict[tuple[str, str], str] = {}
+    services = request.group(SERVICE)
+    for child in desired:
+        kind, name = _key(child)
+        seen: Child | None
+        if kind == "ConfigMap":
+            seen = config = request.config_maps.get(name)
+            differs = resize.stale(job, config)
+        elif kind == "PodGroup":
+            seen = group = request.pod_group
+            differs = group is not None and not gang.same_group(child, group)
+        else:
+            seen = services.get(name)
+            differs = seen is not None and not same_service(child, seen)
+        if seen is None and not creating:
+            found[kind, name] = _NOT_YET
+        elif replacing and differs:
+            found[kind, name] = _STALE
+    return found
 
 
 def _is_result(job: Job, child: dict[str, Any]) -> bool:

@@ -1,0 +1,88 @@
+"""Resizing a running job (docs/restarts.md#resizing): the cluster a run's processes were started
+with, read back from the job's config ConfigMap, against the one the spec asks for now.
+
+ps-lite fixes a job's membership when its processes start (`DMLC_NUM_WORKER`,
+`DMLC_NUM_SERVER`, every process's MX_CONFIG), so a run whose spec changed its replica counts or
+ports can only go on by restarting every process at the new size. The config ConfigMap is
+immutable and never updated (`updateStrategy: OnDelete`), so while the run lives it says what
+the run started with; it is replaced between runs (hooks/core/sync.py).
+
+TVM's RPC tracker takes servers as they come and go, so in an MXTune job a TunerServer count edit
+is carried out in place: servers are added or removed, the tracker and the Tuner keep running.
+"""
+
+import json
+
+from hooks.core.api import JobMode, ReplicaType
+from hooks.core.children import ConfigMap
+from hooks.core.env import CLUSTER_KEY, LABELS_KEY, config_map_data
+from hooks.core.job import Job
+
+#: Replica types whose count an MXTune job changes in place.
+_IN_PLACE = {JobMode.TUNE: frozenset({ReplicaType.TUNER_SERVER.short})}
+
+
+def _cluster(text: str | None) -> dict[str, list[object]] | None:
+    """The `cluster` JSON of a config ConfigMap: entries by replica type's short name."""
+    try:
+        value = json.loads(text) if text is not None else None
+    except ValueError:
+        return None
+    if not isinstance(value, dict) or not all(isinstance(v, list) for v in value.values()):
+        return None
+    return value
+
+
+def _ports(entries: list[object]) -> set[object]:
+    return {e.get("port") for e in entries if isinstance(e, dict)}
+
+
+def change(job: Job, observed: ConfigMap | None) -> str | None:
+    """Why the run must restart to match the spec (`resized from 2 to 4 Workers`), or None: the
+    same cluster, no config observed, or one the hook cannot read (a running job is never
+    restarted on a doubt)."""
+    if observed is None or not isinstance(observed.data, dict):
+        return None
+    data = observed.data
+    was = _cluster(data.get(CLUSTER_KEY))
+    wanted = config_map_data(job.name, job.spec)
+    now = _cluster(wanted[CLUSTER_KEY])
+    if was is None or now is None:
+        return None
+    in_place = _IN_PLACE.get(job.spec.mode, frozenset())
+    resized = [
+        _words(rtype, len(was.get(rtype.short, [])), len(now.get(rtype.short, [])))
+        for rtype in ReplicaType
+        if rtype.short not in in_place
+        and len(was.get(rtype.short, [])) != len(now.get(rtype.short, []))
+    ]
+    if resized:
+        return "resized " + " and ".join(resized)
+    moved = [
+        f"the {rtype.value}'s port changed"
+        for rtype in ReplicaType
+        if rtype.short in was
+        and rtype.short in now
+        and _ports(was[rtype.short]) != _ports(now[rtype.short])
+    ]
+    if moved:
+        return " and ".join(moved)
+    if _labels(data.get(LABELS_KEY)) not in (None, _labels(wanted[LABELS_KEY])):
+        return "its tuner-server keys changed"
+    return None
+
+
+def _labels(text: str | None) -> object:
+    try:
+        return json.loads(text) if text is not None else None
+    except ValueError:
+        return None
+
+
+def _words(rtype: ReplicaType, was: int, now: int) -> str:
+    return f"from {was} to {now} {rtype.value}{'' if now == 1 else 's'}"
+
+
+def stale(job: Job, observed: ConfigMap | None) -> bool:
+    """Whether an observed config ConfigMap holds other data than the spec asks for now."""
+    return observed is not None and observed.data != config_map_data(job.name, job.spec)
