@@ -122,6 +122,12 @@ def build(path: Path) -> list[dict[str, Any]]:
     return [doc for doc in yaml.safe_load_all(_build(path)) if doc]
 
 
+def installed(variant: str) -> list[dict[str, Any]]:
+    """What the kustomize install makes (README, "Install"): the CRD of manifests/crd, applied
+    on its own, then the variant."""
+    return build(MANIFESTS / "crd") + build(INSTALL_OVERLAYS[variant])
+
+
 def controller_of(overlay: str) -> dict[str, Any]:
     """The CompositeController built by a metacontroller/ overlay."""
     (controller,) = [

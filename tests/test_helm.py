@@ -1,10 +1,13 @@
 """The Helm chart charts/mxjob: `helm lint --strict` passes, and `helm template` renders the
 objects `kubectl kustomize` builds for each install variant, with any component switched off too.
 
-Two differences are allowed, both checked rather than ignored: Helm's four standard labels on
-every object's metadata (not on pod templates, so that a new chart version does not replace
-pods), and no Namespace object: `helm install --create-namespace` makes the release's namespace
-(Helm keeps its release record there, so the chart cannot own it).
+The kustomize install is the CRD (manifests/crd, applied on its own) and the variant. Three
+differences are allowed, all checked rather than ignored: Helm's four standard labels on every
+object's metadata (not on pod templates, so that a new chart version does not replace pods), no
+Namespace object: `helm install --create-namespace` makes the release's namespace (Helm keeps
+its release record there, so the chart cannot own it), and the CRD's annotation
+`helm.sh/resource-policy: keep`, which keeps it (and every MXJob) on `helm uninstall`, as
+applying it on its own does for kustomize.
 
 Helm is built from the Go module proxy by `python -m tools.cluster prepare` (tools/cluster);
 without it these tests skip with a reason, unless E2E=required.
@@ -27,6 +30,7 @@ from tests.manifest_support import (
     METACONTROLLER,
     REPO,
     build,
+    installed,
     kustomize_command,
     name_of,
 )
@@ -44,6 +48,8 @@ HELM_LABELS = {
     "app.kubernetes.io/instance": RELEASE,
     "app.kubernetes.io/version": VERSION,
 }
+#: What keeps the chart's CRD on `helm uninstall`.
+KEEP = {"helm.sh/resource-policy": "keep"}
 #: The Pod Security labels of the kustomize install's Namespace, which the README tells Helm
 #: users to put on the namespace `helm install --create-namespace` makes.
 POD_SECURITY = {
@@ -109,13 +115,16 @@ def key(obj: dict[str, Any]) -> Key:
 
 
 def without_helm_labels(objects: list[dict[str, Any]]) -> dict[Key, dict[str, Any]]:
-    """The chart's objects by key, each checked to carry HELM_LABELS and then stripped of them."""
+    """The chart's objects by key, each checked to carry HELM_LABELS and then stripped of them;
+    the CRD checked to be kept on uninstall, and stripped of the annotation that keeps it."""
     by_key = {}
     for obj in objects:
         labels = obj["metadata"]["labels"]
         assert {k: labels.get(k) for k in HELM_LABELS} == HELM_LABELS, name_of(obj)
         for name in HELM_LABELS:
             del labels[name]
+        if obj["kind"] == "CustomResourceDefinition":
+            assert obj["metadata"].pop("annotations") == KEEP, name_of(obj)
         by_key[key(obj)] = obj
     assert len(by_key) == len(objects), "the chart renders an object twice"
     return by_key
@@ -144,11 +153,16 @@ def assert_same_objects(
 
 
 def variant_kustomization(directory: Path, gang: str, components: list[str]) -> Path:
-    """A kustomization like manifests/overlays/<variant>, with only the given components."""
+    """The CRD and a kustomization like manifests/overlays/<variant>, with only the given
+    components; without the conversion webhook, the CRD as its file is (v1 served alone)."""
     overlay = "base" if gang == "none" else f"overlays/{gang}"
-    resources = [MANIFESTS / "base", METACONTROLLER / overlay]
+    crd = MANIFESTS / "crd"
+    if "conversion" not in components:
+        crd = directory / "crd.yaml"
+        crd.write_text((MANIFESTS / "crd" / "mxjobs.kubeflow.org.yaml").read_text())
+    resources = [crd, MANIFESTS / "base", METACONTROLLER / overlay]
     if gang != "none":
-        resources.insert(1, MANIFESTS / "rbac" / gang)
+        resources.insert(2, MANIFESTS / "rbac" / gang)
     (directory / "kustomization.yaml").write_text(
         json.dumps(
             {
@@ -220,7 +234,7 @@ def test_renders_the_objects_of_the_kustomize_variant(render: Render, variant: s
     gang = "none" if variant == "standard" else variant
     assert_same_objects(
         without_helm_labels(render(f"gang={gang}")),
-        without_namespace(build(INSTALL_OVERLAYS[variant])),
+        without_namespace(installed(variant)),
     )
 
 
@@ -233,7 +247,7 @@ def test_the_tests_kustomization_with_every_component_is_the_variant(
     variants by those Components alone."""
     gang = "none" if variant == "standard" else variant
     made = build(variant_kustomization(tmp_path, gang, list(COMPONENTS)))
-    assert made == build(INSTALL_OVERLAYS[variant])
+    assert sorted(made, key=key) == sorted(installed(variant), key=key)
 
 
 @needs_kustomize

@@ -41,6 +41,7 @@ from tests.manifest_support import (
     build,
     cel_program,
     controller_of,
+    installed,
     kubernetes_version,
     kustomization_dirs,
     kustomize_command,
@@ -153,7 +154,7 @@ def test_validation_catches_a_wrong_object() -> None:
 
 @pytest.mark.parametrize("variant", INSTALL_OVERLAYS)
 def test_install_variant_is_complete(variant: str) -> None:
-    objects = build(INSTALL_OVERLAYS[variant])
+    objects = installed(variant)
     one(objects, "CustomResourceDefinition", "mxjobs.kubeflow.org")
     one(objects, "Deployment", "mxjob-hook")
     one(objects, "Service", "mxjob-hook")
@@ -172,7 +173,7 @@ def test_hook_and_ttl_controller_share_one_image(variant: str) -> None:
     entry retags them all (README.md#install)."""
     images = {
         container["image"]
-        for obj in build(INSTALL_OVERLAYS[variant])
+        for obj in installed(variant)
         if obj["kind"] == "Deployment"
         for container in obj["spec"]["template"]["spec"]["containers"]
     }
@@ -191,7 +192,7 @@ def test_hook_and_ttl_controller_share_one_image(variant: str) -> None:
 
 @pytest.mark.parametrize("variant", INSTALL_OVERLAYS)
 def test_events_component_may_watch_jobs_and_create_events_only(variant: str) -> None:
-    objects = build(INSTALL_OVERLAYS[variant])
+    objects = installed(variant)
     assert one(objects, "ClusterRole", "mxjob-events")["rules"] == [
         {"apiGroups": ["kubeflow.org"], "resources": ["mxjobs"], "verbs": ["list", "watch"]},
         {"apiGroups": [""], "resources": ["events"], "verbs": ["create"]},
@@ -266,7 +267,7 @@ def test_crd_names_and_version() -> None:
 def test_install_serves_every_version_through_the_https_webhook(variant: str) -> None:
     """The CRD's webhook names the convert Service, which selects pods serving the app over
     HTTPS with the Secret the keeper writes, for the names the keeper writes it for."""
-    objects = build(INSTALL_OVERLAYS[variant])
+    objects = installed(variant)
     spec = one(objects, "CustomResourceDefinition", "mxjobs.kubeflow.org")["spec"]
     assert [(v["name"], v["served"]) for v in spec["versions"]] == [
         ("v1", True),
@@ -308,7 +309,7 @@ def test_install_serves_every_version_through_the_https_webhook(variant: str) ->
 @pytest.mark.parametrize("variant", INSTALL_OVERLAYS)
 def test_certificate_keeper_may_make_exactly_its_calls(variant: str) -> None:
     """The keeper's rights: its Secret (create, get, update) and the CRD (get, patch)."""
-    objects = build(INSTALL_OVERLAYS[variant])
+    objects = installed(variant)
     keeper = certs_main.target_from_env()
     role = one(objects, "Role", "mxjob-certs")
     assert role["metadata"]["namespace"] == keeper.namespace
@@ -532,7 +533,7 @@ def test_hook_env_matches_gunicorn_config() -> None:
 def test_a_deleted_server_pod_serves_until_the_service_forgets_it(name: str) -> None:
     """preStop sleeps while kube-proxy drops the pod; then gunicorn's graceful stop; both fit in
     the grace period, so no request in flight is cut by SIGKILL."""
-    pod = one(build(INSTALL_OVERLAYS["standard"]), "Deployment", name)["spec"]["template"]["spec"]
+    pod = one(installed("standard"), "Deployment", name)["spec"]["template"]["spec"]
     (container,) = pod["containers"]
     pause = container["lifecycle"]["preStop"]["sleep"]["seconds"]
     gunicorn = importlib.import_module("hooks.gunicorn_config")
@@ -658,7 +659,7 @@ def test_overlay_selects_the_hooks_gang_scheduler(overlay: str, gang: Gang | Non
 
 
 def test_production_webhooks_reach_the_hook_service(client: FlaskClient) -> None:
-    objects = build(INSTALL_OVERLAYS["standard"])
+    objects = installed("standard")
     service = one(objects, "Service", "mxjob-hook")
     hooks = one(objects, "CompositeController")["spec"]["hooks"]
     assert hooks["sync"]["version"] == "v2"
@@ -706,7 +707,7 @@ def granted(roles: list[dict[str, Any]], group: str, resource: str) -> set[str]:
 
 @pytest.mark.parametrize("variant", INSTALL_OVERLAYS)
 def test_metacontroller_may_manage_every_child(variant: str) -> None:
-    objects = build(INSTALL_OVERLAYS[variant])
+    objects = installed(variant)
     roles = [
         o
         for o in objects
@@ -789,8 +790,24 @@ def test_dockerignore_keeps_the_context_small() -> None:
 
 
 def test_crd_file_is_in_the_crd_kustomization() -> None:
-    assert one(build(CRD_FILE.parent), "CustomResourceDefinition") == load_one(CRD_FILE)
+    """manifests/crd is the file, its old versions served through the conversion webhook."""
+    built = one(build(CRD_FILE.parent), "CustomResourceDefinition")
+    raw = load_one(CRD_FILE)
+    assert "conversion" in built["spec"] and "conversion" not in raw["spec"]
+    del built["spec"]["conversion"]
+    for version in built["spec"]["versions"]:
+        version["served"] = version["name"] == "v1"
+    assert built == raw
     assert METACONTROLLER.is_dir()
+
+
+@pytest.mark.parametrize("variant", INSTALL_OVERLAYS)
+def test_uninstalling_a_variant_keeps_the_crd_and_every_job(variant: str) -> None:
+    """`kubectl delete -k manifests/overlays/<variant>` deletes what the variant holds: never
+    the CRD, whose deletion would delete every MXJob in the cluster (README, "Uninstall")."""
+    kinds = {obj["kind"] for obj in build(INSTALL_OVERLAYS[variant])}
+    assert "CustomResourceDefinition" not in kinds
+    assert [o["kind"] for o in build(MANIFESTS / "crd")] == ["CustomResourceDefinition"]
 
 
 # --- the old versions --------------------------------------------------------------------------

@@ -575,8 +575,9 @@ class NodeStack(Stack):
     # -- the project, installed as users install it ----------------------------------------
 
     def install_in_cluster(self, repo: Path) -> None:
-        """Metacontroller's production manifests and `manifests/overlays/standard`, with the
-        locally built images; waits until the hook, the TTL controller and Metacontroller run."""
+        """Metacontroller's production manifests, then `manifests/crd` and
+        `manifests/overlays/standard` as the README says, with the locally built images; waits
+        until the hook, the TTL controller and Metacontroller run."""
         refs = self.images or {}
         meta = self.run_dir / "install" / "metacontroller"
         meta.mkdir(parents=True, exist_ok=True)
@@ -589,6 +590,7 @@ class NodeStack(Stack):
             )
         )
         self.kubectl("apply", "--server-side", "-k", str(meta), timeout=120)
+        self.kubectl("apply", "-k", str(repo / "manifests" / "crd"), timeout=120)
         self.kubectl(
             "wait", "--for=condition=Established", "--timeout=60s", "crd", "--all", timeout=90
         )

@@ -599,13 +599,14 @@ class Stack:
     # -- project hook point -------------------------------------------------------------------
 
     def install_project(self, repo: Path, hook_cmd: str, hook_port: int = 8080) -> None:
-        """Install the project's CRD, start its hook, then install the CompositeController.
+        """Install the project's CRD (v1 alone: no conversion webhook runs here), start its
+        hook, then install the CompositeController.
 
         Missing kustomize directories are skipped with a note (they may not exist yet).
         """
         crd_dir = repo / "manifests" / "crd"
         if crd_dir.is_dir():
-            self.kubectl("apply", "-k", str(crd_dir))
+            self.kubectl("apply", "-f", str(crd_dir / "mxjobs.kubeflow.org.yaml"))
             self.kubectl(
                 "wait", "--for=condition=Established", "--timeout=60s", "crd", "--all", timeout=90
             )
