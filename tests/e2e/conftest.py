@@ -5,6 +5,7 @@ CompositeController installed from the repository, and the hook started like `ma
 Skipped with a one-line reason when Go is missing, unless E2E=required (CI sets it).
 """
 
+import contextlib
 import json
 import os
 import socket
@@ -55,6 +56,34 @@ def stack(tmp_path_factory: pytest.TempPathFactory, hook_port: int) -> Iterator[
         yield started
     finally:
         started.stop(remove=True)
+
+
+@contextlib.contextmanager
+def controllers(stack: Any, log: Path, names: str, *flags: str) -> Iterator[None]:
+    """A second kube-controller-manager running only the controllers `names` (comma-separated)
+    against the stack, for the tests that need them: the tier's own runs only the namespace,
+    garbage-collector and service-account controllers. Stopped by its PID."""
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            [
+                str(stack.bin("kube-controller-manager")),
+                f"--kubeconfig={stack.kubeconfig}",
+                f"--controllers={names}",
+                *flags,
+                "--bind-address=127.0.0.1",
+                "--secure-port=0",
+                "--leader-elect=false",
+                "--profiling=false",
+            ],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    try:
+        yield
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
 
 
 class Cluster:

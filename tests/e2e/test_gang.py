@@ -233,3 +233,28 @@ def test_replacements_go_through_the_gang_scheduler_again(
     assert status["replicaStatuses"]["Worker"]["succeeded"] == 2
     cluster.delete("mxjob", name)
     cluster.wait_gone("mxjob", name)
+
+
+def test_a_resized_job_is_a_gang_again_at_its_new_size(cluster: Cluster, gang: Scheduler) -> None:
+    """Worker replicas edited from 1 to 2 on a running gang: the whole job restarts, its
+    PodGroup is made again with minMember 4, and the new run is bound as a whole."""
+    name = f"{gang.pool}-resized"
+    replicas = {
+        "Scheduler": pooled(gang, 1, policy="ExitCode"),
+        "Server": pooled(gang, 1, policy="ExitCode"),
+        "Worker": pooled(gang, 1, policy="ExitCode"),
+    }
+    cluster.apply(job(name, replicas))
+    wait_for("all three pods bound", lambda: all_bound(cluster, name, 3), 60)
+    before = cluster.get(gang.podgroups, name) or {}
+    patch = '{"spec": {"mxReplicaSpecs": {"Worker": {"replicas": 2}}}}'
+    cluster.kubectl("patch", "mxjob", name, "-n", "default", "--type=merge", "-p", patch)
+    run = wait_for("the next run bound at the new size", lambda: next_run(cluster, name), 90)
+    group = cluster.get(gang.podgroups, name) or {}
+    assert group["spec"]["minMember"] == 4, group["spec"]
+    assert group["metadata"]["uid"] != before["metadata"]["uid"], "the PodGroup was not made again"
+    print(f"{gang.name}: resized 1 -> 2 Workers, the next run {sorted(run)} bound")
+    finish(cluster, [p for p in run if "-server-" not in p])
+    cluster.wait_condition(name, "Succeeded")
+    cluster.delete("mxjob", name)
+    cluster.wait_gone("mxjob", name)

@@ -28,6 +28,10 @@ QUOTA = "4"
 GATE = "kueue.x-k8s.io/admission"
 
 
+#: The size of a pod's Pod group, as the hook writes it for Kueue.
+GROUP_SIZE = "kueue.x-k8s.io/pod-group-total-count"
+
+
 def queue_objects(quota: str) -> list[dict[str, Any]]:
     return [
         {
@@ -277,6 +281,32 @@ def test_a_replaced_worker_keeps_the_admission_and_leaks_no_quota(
     assert cpu_in_use(cluster) == "4", "the replacement took quota of its own"
     finish(cluster, [f"{name}-scheduler-0", f"{name}-worker-0", f"{name}-worker-1-r1"])
     cluster.wait_condition(name, "Succeeded")
+    remove(cluster, name)
+
+
+def test_a_resized_job_is_admitted_again_as_a_whole_at_its_new_size(
+    cluster: Cluster, kueue: None
+) -> None:
+    """Worker replicas edited from 1 to 2 on a running queued job: its run ends, and the new run
+    at the new size is a new Pod group of 4, admitted as a whole (docs/restarts.md#resizing)."""
+    name = "kueue-resized"
+    replicas = {"Scheduler": cpus(1, "1"), "Server": cpus(1, "1"), "Worker": cpus(1, "1")}
+    cluster.apply(queued_job(name, replicas))
+    wait_for(f"{name} running", lambda: running(cluster, name, 3), 60)
+    patch = '{"spec": {"mxReplicaSpecs": {"Worker": {"replicas": 2}}}}'
+    cluster.kubectl("patch", "mxjob", name, "-n", "default", "--type=merge", "-p", patch)
+    _, _, words = cluster.wait_condition(name, "Restarting", 60)
+    assert "resized from 1 to 2 Workers" in words, words
+    again = wait_for(f"{name}'s run 1 running", lambda: running(cluster, name, 4), 90)
+    assert all(p.endswith("-r1") for p in again), again
+    group = {
+        p["metadata"]["annotations"]["kueue.x-k8s.io/pod-group-total-count"] for p in again.values()
+    }
+    assert group == {"4"}, group
+    assert workload_condition(cluster, workload(name, 1), "Admitted").get("status") == "True"
+    wait_for("4 CPUs in use, none kept by run 0", lambda: cpu_in_use(cluster) == "4", 30)
+    status = cluster.status(name)
+    assert sum(s["restarts"] for s in status["replicaStatuses"].values()) == 0, status
     remove(cluster, name)
 
 

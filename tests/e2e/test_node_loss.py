@@ -14,7 +14,6 @@ to lose. Each test prints its timeline.
 
 import functools
 import json
-import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -24,13 +23,15 @@ from typing import Any
 import pytest
 
 from tests.builders import mxjob, replica
-from tests.e2e.conftest import NAMESPACE, Cluster, wait_for
+from tests.e2e.conftest import NAMESPACE, Cluster, controllers, wait_for
 from tools.cluster import kwok
 
 POOL = "mxjob-e2e/pool"
 DOOMED = "mxjob-e2e/doomed"
 SPARES = [f"kwok-spare-{i}" for i in range(3)]
 LOST = "lost-node"
+#: The address of the pod on the node to lose, as its kubelet would report it.
+LOST_POD_IP = "10.250.0.99"
 TOLERATE = [
     {"key": key, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 2}
     for key in ("node.kubernetes.io/unreachable", "node.kubernetes.io/not-ready")
@@ -89,8 +90,8 @@ class Heartbeat:
 
 @pytest.fixture(scope="module")
 def node_controllers(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """KWOK nodes for these tests, and the node-lifecycle and taint-eviction controllers
-    (started and stopped by PID); afterwards the nodes are gone again."""
+    """KWOK nodes for these tests, and the node-lifecycle, taint-eviction and EndpointSlice
+    controllers; afterwards the nodes are gone again."""
     stack = cluster.stack
     nodes = [kwok.node(name) for name in SPARES]
     for node in nodes:
@@ -98,30 +99,14 @@ def node_controllers(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory)
     listed = {"apiVersion": "v1", "kind": "List", "items": nodes}
     cluster.kubectl("apply", "-f", "-", stdin=json.dumps(listed))
     log = tmp_path_factory.mktemp("node-lifecycle") / "kube-controller-manager.log"
-    with log.open("wb") as out:
-        proc = subprocess.Popen(
-            [
-                str(stack.bin("kube-controller-manager")),
-                f"--kubeconfig={stack.kubeconfig}",
-                "--controllers=node-lifecycle-controller,taint-eviction-controller",
-                "--node-monitor-grace-period=10s",
-                "--node-monitor-period=1s",
-                "--bind-address=127.0.0.1",
-                "--secure-port=0",
-                "--leader-elect=false",
-                "--profiling=false",
-            ],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+    names = "node-lifecycle-controller,taint-eviction-controller,endpointslice-controller"
+    flags = ("--node-monitor-grace-period=10s", "--node-monitor-period=1s")
     try:
-        for name in SPARES:
-            wait_for(f"node {name} Ready", functools.partial(_is_ready, cluster, name), 60)
-        yield
+        with controllers(stack, log, names, *flags):
+            for name in SPARES:
+                wait_for(f"node {name} Ready", functools.partial(_is_ready, cluster, name), 60)
+            yield
     finally:
-        proc.terminate()
-        proc.wait(timeout=30)
         cluster.kubectl("delete", "node", *SPARES, LOST, "--wait=false", check=False)
 
 
@@ -184,6 +169,8 @@ def _start_on_doomed_node(cluster: Cluster, job: str) -> str:
     status = {
         "status": {
             "phase": "Running",
+            "podIP": LOST_POD_IP,
+            "podIPs": [{"ip": LOST_POD_IP}],
             "startTime": now,
             "conditions": [{"type": "Ready", "status": "True"}],
             "containerStatuses": [
@@ -329,3 +316,54 @@ def test_a_whole_job_restart_does_not_wait_for_a_lost_server(
     assert sum(s["restarts"] for s in status["replicaStatuses"].values()) == 0, status
     print(f"\nserver on a lost node (KWOK): {timeline}")
     cluster.delete("mxjob", "e2e-lost-server")
+
+
+def _endpoints(cluster: Cluster, service: str) -> set[str]:
+    """The addresses the EndpointSlices of a Service list (what DNS answers for a headless
+    Service that publishes not-ready addresses, as the job's do)."""
+    slices = cluster.list("endpointslices", f"kubernetes.io/service-name={service}")
+    return {a for s in slices for e in s.get("endpoints") or [] for a in e["addresses"]}
+
+
+def test_a_lost_scheduler_is_never_in_the_new_runs_endpoints(
+    cluster: Cluster, doomed: Heartbeat
+) -> None:
+    """The Scheduler's pod stays Terminating on its lost node; after the whole-job restart, its
+    Service (the address every process of run 1 dials) lists run 1's Scheduler alone, never the
+    old one, though the old pod still matches the job, type and index (docs/restarts.md)."""
+    name = "e2e-lost-scheduler"
+    replicas = {t: replica(1, "ExitCode") for t in ("Scheduler", "Server", "Worker")}
+    spec = _job(name, replicas, backoffLimit=0)
+    avoid = {"key": DOOMED, "operator": "DoesNotExist"}
+    for rtype in ("Server", "Worker"):
+        affinity = spec["spec"]["mxReplicaSpecs"][rtype]["template"]["spec"]["affinity"]
+        affinity["nodeAffinity"] = {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [{"matchExpressions": [avoid]}]
+            }
+        }
+    cluster.apply(spec)
+    lost_pod = _start_on_doomed_node(cluster, name)
+    assert lost_pod == f"{name}-scheduler-0", lost_pod
+    _running(cluster, name, 3)
+    service = f"{name}-scheduler-0"
+    wait_for("the Scheduler in its endpoints", lambda: _endpoints(cluster, service), 60)
+    assert _endpoints(cluster, service) == {LOST_POD_IP}
+    timeline, _ = _lose(cluster, doomed, lost_pod)
+
+    def run1_scheduler() -> str | None:
+        pod = cluster.get("pod", f"{name}-scheduler-0-r1") or {}
+        return str(pod["status"]["podIP"]) if pod.get("status", {}).get("podIP") else None
+
+    address = wait_for("run 1's Scheduler with an address", run1_scheduler, 120)
+    timeline.mark("run 1's Scheduler running")
+    wait_for(
+        "the Scheduler's endpoints: run 1's pod alone",
+        lambda: _endpoints(cluster, service) == {address},
+        60,
+    )
+    timeline.mark("endpoints: run 1's Scheduler alone")
+    old = cluster.get("pod", lost_pod)
+    assert old is not None and old["metadata"].get("deletionTimestamp"), "lost pod not kept?"
+    print(f"\nscheduler on a lost node, its Service (KWOK): {timeline}")
+    cluster.delete("mxjob", name)

@@ -2,7 +2,7 @@
 deletion."""
 
 import json
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -106,3 +106,37 @@ def test_ttl_component_deletes_a_finished_job(cluster: Cluster) -> None:
         lambda: cluster.get("mxjob", "e2e-ttl") is None and not cluster.pods("e2e-ttl"),
         60,
     )
+
+
+def test_ttl_component_keeps_a_refused_job_while_its_pods_run(cluster: Cluster) -> None:
+    """A running job edited into a spec the hook refuses keeps its pods, and so the TTL component
+    keeps the job: refused, it has no completionTime until its last pod has ended; the TTL then
+    counts from that moment (docs/run-policy.md#ttlsecondsafterfinished)."""
+    from ttl.controller import connect, run_once  # noqa: PLC0415
+
+    name = "e2e-ttl-refused"
+    cluster.apply(job(name, {"Worker": replica(1)}, ttlSecondsAfterFinished=3600))
+    cluster.wait_condition(name, "Running")
+    stored = cluster.get("mxjob", name) or {}
+    containers = stored["spec"]["mxReplicaSpecs"]["Worker"]["template"]["spec"]["containers"]
+    containers[0]["env"] = "A=1"  # past the schema, refused by the hook (test_admission.py)
+    patch = {
+        "spec": {"mxReplicaSpecs": {"Worker": {"template": {"spec": {"containers": containers}}}}}
+    }
+    cluster.kubectl(
+        "patch", "mxjob", name, "-n", "default", "--type=merge", "-p", json.dumps(patch)
+    )
+    _, reason, _ = cluster.wait_condition(name, "Failed")
+    assert reason == "MXJobInvalidSpec"
+    api = connect(str(cluster.stack.kubeconfig))
+    later = datetime.now(UTC) + timedelta(hours=2)
+    status = cluster.status(name)
+    assert "completionTime" not in status and status["replicaStatuses"]["Worker"]["active"] == 1
+    sweep = run_once(api, later, namespace="default")
+    assert name not in {ref.name for ref in sweep.deleted}
+    assert len(cluster.pods(name)) == 1 and cluster.get("mxjob", name) is not None
+    cluster.stack.terminate_pod("default", f"{name}-worker-0", 0)
+    wait_for("a completionTime", lambda: cluster.status(name).get("completionTime"), 60)
+    sweep = run_once(api, later, namespace="default")
+    assert name in {ref.name for ref in sweep.deleted}
+    cluster.wait_gone("mxjob", name)

@@ -12,6 +12,8 @@ from tests.e2e.conftest import NAMESPACE, Watch, wait_for
 from tests.realnode.conftest import Node, mxjob, replica
 
 ROUNDS = {"ROUNDS": "30", "ROUND_SECONDS": "0.5"}
+#: The label a pod of run 1 and later carries (docs/restarts.md#whole-job-restarts).
+RUN_LABEL = "mxjob.kubeflow.org/run"
 
 
 def exit_code_job(cluster: Node, name: str, **spec: Any) -> dict[str, Any]:
@@ -144,6 +146,88 @@ def test_deleted_worker_rejoins_after_ps_lite_declared_it_dead(cluster: Node) ->
         f" restarts counted {status['replicaStatuses']['Worker']['restarts']}"
     )
     cluster.delete("mxjob", "lazarus")
+
+
+def test_a_running_job_resized_restarts_at_the_new_size_and_every_worker_finishes(
+    cluster: Node,
+) -> None:
+    """`Worker.replicas` edited from 2 to 3 while a real MXNet job trains: a whole-job restart,
+    not counted, into a run where every process was started with 3 Workers (ps-lite fixes the
+    membership at start: a Worker added beside the old ones would fail the job); all 3 finish
+    their rounds, each pulling the sum of 3 pushes (docs/restarts.md#resizing)."""
+    cluster.apply(exit_code_job(cluster, "grown"))
+    cluster.wait_log("grown-worker-1", "round 5 ok", timeout=180)
+    edited = time.monotonic()
+    patch = '{"spec": {"mxReplicaSpecs": {"Worker": {"replicas": 3}}}}'
+    cluster.kubectl("patch", "mxjob", "grown", "-n", NAMESPACE, "--type=merge", "-p", patch)
+    _, _, message = cluster.wait_condition("grown", "Restarting", timeout=60)
+    assert "resized from 2 to 3 Workers" in message, message
+
+    def next_run() -> set[str] | None:
+        pods = cluster.pods("grown")
+        run = {n for n, p in pods.items() if p["metadata"]["labels"].get(RUN_LABEL) == "1"}
+        return run if len(run) == 5 and len(pods) == 5 else None
+
+    run = wait_for("every replica of run 1 at the new size, nothing of run 0", next_run, 180)
+    recreated = time.monotonic() - edited
+    cluster.wait_condition("grown", "Succeeded", timeout=240)
+    done = time.monotonic() - edited
+    workers = sorted(n for n in run if "-worker-" in n)
+    assert len(workers) == 3, run
+    for pod in workers:
+        log = cluster.logs(pod)
+        assert "/3 (dist_sync) starts at round 0" in log, log
+        assert "pulled the sum of 3 pushes" in log and "finished 30 rounds" in log, log
+    status = cluster.status("grown")
+    assert sum(s.get("restarts", 0) for s in status["replicaStatuses"].values()) == 0, status
+    print(
+        f"\nresized 2 -> 3 Workers: run 1 made {recreated:.1f}s after the edit,"
+        f" Succeeded {done:.1f}s after it"
+    )
+    cluster.delete("mxjob", "grown")
+
+
+def test_kubectl_delete_pod_under_never_fails_the_job_at_its_deletion(cluster: Node) -> None:
+    """`kubectl delete pod` of a training Worker under restartPolicy Never, with its grace
+    period (MXNet ignores SIGTERM: the pod ends 5 s later) and with `--grace-period=1`: both
+    jobs fail, saying the Worker was deleted, dated by the deletion, not by the container's end,
+    and no Worker is made again (docs/restarts.md#deleted-pods)."""
+    image = cluster.image("mxjob-mxnet")
+    jobs = {"deleted-slow": [], "deleted-fast": ["--grace-period=1"]}
+    for name in jobs:
+        cluster.apply(
+            mxjob(
+                name,
+                {
+                    "Scheduler": replica(image, env=ROUNDS),
+                    "Server": replica(image, env=ROUNDS),
+                    "Worker": replica(image, replicas=2, env=ROUNDS),
+                },
+            )
+        )
+    for name, flags in jobs.items():
+        pod = f"{name}-worker-1"
+        cluster.wait_log(pod, "round 3 ok", timeout=180)
+        old = (cluster.get("pod", pod) or {})["metadata"]["uid"]
+        watch = Watch(cluster, "pod", pod)
+        cluster.kubectl("delete", "pod", "-n", NAMESPACE, pod, "--wait=false", *flags)
+        _, reason, message = cluster.wait_condition(name, "Failed", timeout=120)
+        versions = watch.stop()
+        assert reason == "MXJobFailed"
+        assert f"Worker replica 1 (pod {pod}) was deleted, which restartPolicy Never" in message
+        meta = next(v["metadata"] for v in versions if v["metadata"].get("deletionTimestamp"))
+        asked = _time(meta["deletionTimestamp"]) - timedelta(
+            seconds=meta["deletionGracePeriodSeconds"]
+        )
+        failed = next(c for c in cluster.status(name)["conditions"] if c["type"] == "Failed")
+        assert _time(failed["lastTransitionTime"]) == asked, (failed, meta)
+        again = [
+            p for n, p in cluster.pods(name).items()
+            if n.startswith(pod) and p["metadata"]["uid"] != old
+        ]  # fmt: skip
+        assert again == [], again
+        print(f"\n{name}: Failed as deleted at {asked:%X} ({' '.join(flags) or 'grace 5 s'})")
+        cluster.delete("mxjob", name)
 
 
 def test_the_kubelet_restarts_a_failed_container_inside_the_rejoin_wait(cluster: Node) -> None:

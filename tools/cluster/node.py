@@ -590,10 +590,7 @@ class NodeStack(Stack):
             )
         )
         self.kubectl("apply", "--server-side", "-k", str(meta), timeout=120)
-        self.kubectl("apply", "-k", str(repo / "manifests" / "crd"), timeout=120)
-        self.kubectl(
-            "wait", "--for=condition=Established", "--timeout=60s", "crd", "--all", timeout=90
-        )
+        self.install_crd(repo)
         self.install_variant(repo, "standard")
         for kind, namespace, name in (
             ("statefulset", "metacontroller", "metacontroller"),
@@ -616,6 +613,14 @@ class NodeStack(Stack):
             "deployment",
             "--all",
             timeout=150,
+        )
+
+    def install_crd(self, repo: Path) -> None:
+        """`kubectl apply -k manifests/crd` as the README says (installed on its own, so that
+        uninstalling a variant keeps it); waits until every CRD is established."""
+        self.kubectl("apply", "-k", str(repo / "manifests" / "crd"), timeout=120)
+        self.kubectl(
+            "wait", "--for=condition=Established", "--timeout=60s", "crd", "--all", timeout=90
         )
 
     def install_variant(self, repo: Path, variant: str) -> None:
