@@ -15,6 +15,7 @@ from hooks.core.rejoin import (
     heartbeat_timeout,
     pod_restart_policy,
     rejoin_wait,
+    wait_container,
 )
 from hooks.core.spec import JobSpec, load
 from tests.builders import (
@@ -234,3 +235,32 @@ def test_why_a_pod_cannot_start(pod: dict[str, Any], blocked: str | None) -> Non
     observed = observe("mnist", pod)
     assert observed is not None
     assert observed.blocked == blocked
+
+
+@pytest.mark.parametrize(
+    ("resources", "declared"),
+    [
+        (None, None),
+        ({}, None),
+        ({"limits": {"nvidia.com/gpu": 1}}, None),
+        (
+            {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"memory": "2Gi"}},
+            {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"memory": "2Gi"}},
+        ),
+        (
+            {"limits": {"cpu": 2, "nvidia.com/gpu": 1, "ephemeral-storage": "1Gi"}},
+            {"limits": {"cpu": 2, "ephemeral-storage": "1Gi"}},
+        ),
+    ],
+    ids=["none", "empty", "a GPU alone", "cpu and memory", "no GPU copied"],
+)
+def test_the_rejoin_wait_declares_the_mxnet_containers_cpu_memory_and_storage(
+    resources: dict[str, Any] | None, declared: dict[str, Any] | None
+) -> None:
+    """What a ResourceQuota counts, as the mxnet container declares it: admitted wherever that
+    container is, at no cost to the pod (docs/restarts.md#rejoining-ps-lite); a device the wait
+    does not use is not asked for."""
+    extra = {} if resources is None else {"resources": resources}
+    spec = spec_of({**TRAIN, "Worker": replica(2, "ExitCode", **extra)})
+    wait = wait_container(spec, ReplicaType.WORKER)
+    assert wait is not None and wait.get("resources") == declared

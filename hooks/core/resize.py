@@ -15,7 +15,7 @@ import json
 
 from hooks.core.api import JobMode, ReplicaType
 from hooks.core.children import ConfigMap
-from hooks.core.env import CLUSTER_KEY, LABELS_KEY, config_map_data
+from hooks.core.env import CLUSTER_KEY, LABELS_KEY
 from hooks.core.job import Job
 
 #: Replica types whose count an MXTune job changes in place.
@@ -37,15 +37,14 @@ def _ports(entries: list[object]) -> set[object]:
     return {e.get("port") for e in entries if isinstance(e, dict)}
 
 
-def change(job: Job, observed: ConfigMap | None) -> str | None:
-    """Why the run must restart to match the spec (`resized from 2 to 4 Workers`), or None: the
-    same cluster, no config observed, or one the hook cannot read (a running job is never
-    restarted on a doubt)."""
-    if observed is None or not isinstance(observed.data, dict):
+def change(job: Job, observed: ConfigMap | None, wanted: dict[str, str]) -> str | None:
+    """Why the run must restart to match the spec, whose config ConfigMap holds `wanted`
+    (`resized from 2 to 4 Workers`), or None: the same cluster, no config observed, or one the
+    hook cannot read (a running job is never restarted on a doubt)."""
+    if observed is None or not isinstance(observed.data, dict) or observed.data == wanted:
         return None
     data = observed.data
     was = _cluster(data.get(CLUSTER_KEY))
-    wanted = config_map_data(job.name, job.spec)
     now = _cluster(wanted[CLUSTER_KEY])
     if was is None or now is None:
         return None
@@ -81,8 +80,3 @@ def _labels(text: str | None) -> object:
 
 def _words(rtype: ReplicaType, was: int, now: int) -> str:
     return f"from {was} to {now} {rtype.value}{'' if now == 1 else 's'}"
-
-
-def stale(job: Job, observed: ConfigMap | None) -> bool:
-    """Whether an observed config ConfigMap holds other data than the spec asks for now."""
-    return observed is not None and observed.data != config_map_data(job.name, job.spec)

@@ -153,14 +153,15 @@ def _active(job: Job, request: SyncRequest, now: datetime) -> SyncResponse:
     """A valid, unsuspended, unfinished job: plan its run, decide, list its children."""
     previous, pods = request.previous, request.pods
     record, record_child = runs.observed_record(job, request.config_maps)
-    config = request.config_maps.get(config_map_name(job.name))
+    config = desired_config(job)
+    observed_config = request.config_maps.get(config_map_name(job.name))
     plan = runs.plan_run(
         job,
         pods,
         record,
         now,
         own_until=previous.suspended_until,
-        resized=resize.change(job, config),
+        resized=resize.change(job, observed_config, config["data"]),
     )
     start = status.start_time(previous, pods, queued=job.queue is not None)
     waits = waiting_for(job, request.pod_group, _current(plan))
@@ -171,14 +172,14 @@ def _active(job: Job, request: SyncRequest, now: datetime) -> SyncResponse:
         # (docs/run-policy.md).
         # The config is listed as `_finished` will list it, or the next sync would create it.
         kept = [c for c in retention.keep_all(request) if not _is_result(job, c)]
-        listed = [*kept, desired_result(job, new_status), desired_config(job)]
+        listed = [*kept, desired_result(job, new_status), config]
         return SyncResponse(new_status, _unique(listed))
     creating = runs.may_create_run(previous, plan.restart, old=plan.old_alive)
     keeps_old = not runs.may_delete_old_run(previous, record, plan.plans)
     # Between runs, once the parent status shows the restart past its record (as for deleting
     # the old run's pods: docs/run-policy.md#stale-cache-safety), or with no restart at all.
     replacing = plan.between_runs and (plan.restart is None or not keeps_old)
-    listed = _active_children(job, request, plan, creating=creating, replacing=replacing)
+    listed = _active_children(job, request, plan, config, creating=creating, replacing=replacing)
     if plan.fresh is not None:
         listed.append(runs.record_config_map(job, plan.fresh))
         # The run's pods of slots the spec no longer has go with the rest of the run.
@@ -232,7 +233,13 @@ def _kept_by(maker: PodMaker, pods: Iterable[ObservedPod]) -> list[dict[str, Any
 
 
 def _active_children(
-    job: Job, request: SyncRequest, plan: runs.RunPlan, *, creating: bool, replacing: bool
+    job: Job,
+    request: SyncRequest,
+    plan: runs.RunPlan,
+    config: dict[str, Any],
+    *,
+    creating: bool,
+    replacing: bool,
 ) -> list[dict[str, Any]]:
     """Pods kept or created per slot, a Service per slot, the ConfigMap, the PodGroup; what does
     not exist yet is made only when `creating` (no restart step is waiting to be seen).
@@ -245,7 +252,7 @@ def _active_children(
     While the run has pods they stay as they are."""
     run = plan.plans[0].run if plan.plans else 0
     pods, services = PodMaker(job), ServiceMaker(job, run)
-    shared: list[dict[str, Any]] = [desired_config(job)]
+    shared: list[dict[str, Any]] = [config]
     if job.gang is not None:
         shared.append(gang.pod_group(job.gang, job.name, job.namespace, job.spec))
     wanted = [services.service(p.slot) for p in plan.plans]
@@ -293,7 +300,7 @@ def _left_out(
         seen: Child | None
         if kind == "ConfigMap":
             seen = config = request.config_maps.get(name)
-            differs = resize.stale(job, config)
+            differs = config is not None and config.data != child["data"]
         elif kind == "PodGroup":
             seen = group = request.pod_group
             differs = group is not None and not gang.same_group(child, group)
