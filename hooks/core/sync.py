@@ -17,7 +17,7 @@ from typing import Any, Required, TypedDict, cast
 
 from hooks.core import gang, resize, retention, runs, status
 from hooks.core.api import CleanPodPolicy, Reason
-from hooks.core.children import Child
+from hooks.core.children import Child, ConfigMap, PodGroup
 from hooks.core.configmaps import desired_config, desired_result, recorded_status
 from hooks.core.failure_policy import start_deadline
 from hooks.core.job import Job
@@ -292,26 +292,36 @@ def _left_out(
     replacing: bool,
 ) -> dict[tuple[str, str], str]:
     """The desired config ConfigMap, PodGroup and Services not listed now, and why: not made
-    yet while nothing may be created, or observed different while `replacing`."""
+    yet while nothing may be created, or observed different while `replacing`. Observed ones
+    are compared only then: a running job's answer reads none of them."""
+    if creating and not replacing:
+        return {}
     found: dict[tuple[str, str], str] = {}
     services = request.group(SERVICE)
     for child in desired:
         kind, name = _key(child)
         seen: Child | None
         if kind == "ConfigMap":
-            seen = config = request.config_maps.get(name)
-            differs = config is not None and config.data != child["data"]
+            seen = request.config_maps.get(name)
         elif kind == "PodGroup":
-            seen = group = request.pod_group
-            differs = group is not None and not gang.same_group(child, group)
+            seen = request.pod_group
         else:
             seen = services.get(name)
-            differs = seen is not None and not same_service(child, seen)
-        if seen is None and not creating:
-            found[kind, name] = _NOT_YET
-        elif replacing and differs:
+        if seen is None:
+            if not creating:
+                found[kind, name] = _NOT_YET
+        elif replacing and not _same(child, seen):
             found[kind, name] = _STALE
     return found
+
+
+def _same(desired: dict[str, Any], observed: Child) -> bool:
+    """Whether an observed config ConfigMap, PodGroup or Service is what the run needs."""
+    if isinstance(observed, ConfigMap):
+        return bool(observed.data == desired["data"])
+    if isinstance(observed, PodGroup):
+        return gang.same_group(desired, observed)
+    return same_service(desired, observed)
 
 
 def _is_result(job: Job, child: dict[str, Any]) -> bool:
