@@ -108,6 +108,7 @@ def test_ttl_component_deletes_a_finished_job(cluster: Cluster) -> None:
     )
 
 
+@pytest.mark.filterwarnings("ignore::urllib3.exceptions.InsecureRequestWarning")
 def test_ttl_component_keeps_a_refused_job_while_its_pods_run(cluster: Cluster) -> None:
     """A running job edited into a spec the hook refuses keeps its pods, and so the TTL component
     keeps the job: refused, it has no completionTime until its last pod has ended; the TTL then
