@@ -896,6 +896,19 @@ def resize_next_run_at_the_new_size() -> Json:
 
 
 @case
+def template_edit_reaches_only_new_pods() -> Json:
+    """A running job's Worker image edited, then a Worker killed: only its replacement has it.
+
+    Pods are never updated in place, and no restart is needed: the running pods keep their
+    image; replacements and every pod of a later run are made from the template as it is."""
+    job, children = _running(replicas=EXITCODE_WORKERS)
+    container = job["spec"]["mxReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
+    container["image"] = "mxjob/mxnet:gpu-fixed"
+    children = with_states(children, mnist_worker_1=lambda p: terminated(p, 137, minutes=40))
+    return request(_edited(job, 30), children)
+
+
+@case
 def tune_tuner_servers_resized_in_place() -> Json:
     """MXTune, TunerServer replicas 2 to 3: only a third TunerServer is made, nothing restarts.
 

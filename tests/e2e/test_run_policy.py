@@ -141,3 +141,37 @@ def test_ttl_component_keeps_a_refused_job_while_its_pods_run(cluster: Cluster) 
     sweep = run_once(api, later, namespace="default")
     assert name in {ref.name for ref in sweep.deleted}
     cluster.wait_gone("mxjob", name)
+
+
+def test_a_template_edit_reaches_only_the_pods_made_after_it(cluster: Cluster) -> None:
+    """An image edited on a running job changes no running pod and restarts nothing; a Worker
+    replaced afterwards runs the new image (docs/restarts.md#resizing)."""
+    name = "e2e-template-edit"
+    cluster.apply(job(name, {"Worker": replica(2, "ExitCode")}))
+    cluster.wait_condition(name, "Running")
+    before = {n: p["metadata"]["uid"] for n, p in cluster.pods(name).items()}
+    patch = [
+        {
+            "op": "replace",
+            "path": "/spec/mxReplicaSpecs/Worker/template/spec/containers/0/image",
+            "value": "mxjob/mxnet:gpu-fixed",
+        }
+    ]
+    cluster.kubectl("patch", "mxjob", name, "-n", "default", "--type=json", "-p", json.dumps(patch))
+
+    def seen() -> bool:
+        obj = cluster.get("mxjob", name) or {}
+        generation = obj.get("metadata", {}).get("generation")
+        return (
+            generation is not None and obj.get("status", {}).get("observedGeneration") == generation
+        )
+
+    wait_for("the edit synced", seen, 60)
+    pods = cluster.pods(name)
+    assert {n: p["metadata"]["uid"] for n, p in pods.items()} == before
+    assert {p["spec"]["containers"][0]["image"] for p in pods.values()} == {"mxjob/mxnet:gpu"}
+    assert state(cluster, name) == "Running"
+    cluster.stack.terminate_pod("default", f"{name}-worker-1", 137)
+    replaced = cluster.wait_pods(name, {f"{name}-worker-1-r1"})[f"{name}-worker-1-r1"]
+    assert replaced["spec"]["containers"][0]["image"] == "mxjob/mxnet:gpu-fixed"
+    cluster.delete("mxjob", name)
