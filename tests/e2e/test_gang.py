@@ -249,10 +249,19 @@ def test_a_resized_job_is_a_gang_again_at_its_new_size(cluster: Cluster, gang: S
     before = cluster.get(gang.podgroups, name) or {}
     patch = '{"spec": {"mxReplicaSpecs": {"Worker": {"replicas": 2}}}}'
     cluster.kubectl("patch", "mxjob", name, "-n", "default", "--type=merge", "-p", patch)
-    run = wait_for("the next run bound at the new size", lambda: next_run(cluster, name), 90)
-    group = cluster.get(gang.podgroups, name) or {}
+
+    def remade() -> dict[str, Any] | None:
+        group = cluster.get(gang.podgroups, name) or {}
+        uid = group.get("metadata", {}).get("uid")
+        return group if uid not in (None, before["metadata"]["uid"]) else None
+
+    group = wait_for(f"the PodGroup made again ({message(cluster, name)})", remade, 90)
     assert group["spec"]["minMember"] == 4, group["spec"]
-    assert group["metadata"]["uid"] != before["metadata"]["uid"], "the PodGroup was not made again"
+    run = wait_for(
+        f"the next run bound at the new size ({message(cluster, name)})",
+        lambda: next_run(cluster, name),
+        90,
+    )
     print(f"{gang.name}: resized 1 -> 2 Workers, the next run {sorted(run)} bound")
     finish(cluster, [p for p in run if "-server-" not in p])
     cluster.wait_condition(name, "Succeeded")

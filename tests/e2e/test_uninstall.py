@@ -73,7 +73,9 @@ def _uid(stack: Any, kind: str, name: str) -> str | None:
 
 
 def _job_with_a_pod(stack: Any, name: str) -> tuple[str, str]:
-    """An MXJob and a pod it owns, as the hook makes one; their uids."""
+    """An MXJob and a pod it owns, as Metacontroller makes one (labelled with the job's uid,
+    which its generated selector matches: Metacontroller releases an owned child it does not
+    select, and the garbage collector then never collects it); their uids."""
     job = mxjob(name=name, replicas={"Worker": replica(1)})
     job["metadata"] = {"name": name}
     _kubectl(stack, "wait", "--for=condition=Established", f"crd/{CRD}", "--timeout=60s")
@@ -86,6 +88,7 @@ def _job_with_a_pod(stack: Any, name: str) -> tuple[str, str]:
         "metadata": {
             "name": f"{name}-worker-0",
             "namespace": NAMESPACE,
+            "labels": {"controller-uid": job_uid},
             "ownerReferences": [
                 {
                     "apiVersion": "kubeflow.org/v1",
