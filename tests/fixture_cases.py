@@ -1175,6 +1175,42 @@ def volcano_podgroup_pending() -> Json:
 
 
 @case
+def volcano_resized_gang_made_again() -> Json:
+    """Volcano, a resized job between runs: its PodGroup of the old size is gone, a new one is made.
+
+    The parent status shows the creating step extended by what the job waits for (the
+    PodGroup's admission): that is the step all the same, so the PodGroup is listed (minMember
+    4 now) and the pods wait for Volcano to admit it."""
+    replicas = {
+        "Scheduler": replica(1, "ExitCode"),
+        "Server": replica(1, "ExitCode"),
+        "Worker": replica(1, "ExitCode"),
+    }
+    job = mxjob(replicas=replicas, run_policy=GANG_POLICY)
+    children = cluster_after(run(request(job, controller=VOLCANO)))
+    for child in children:
+        if child["kind"] == "PodGroup":
+            child["status"] = {"phase": "Running"}
+    children = all_pods(cluster_after(run(request(job, children, VOLCANO))), running)
+    for child in children:
+        if child["kind"] == "PodGroup":
+            child["status"] = {"phase": "Running"}
+    job["spec"]["mxReplicaSpecs"]["Worker"]["replicas"] = 2
+    _edited(job, 30)
+    decided = run(request(job, children, VOLCANO))
+    record = [
+        c for c in cluster_after(decided, minutes=31) if "-mxjob-run-" in c["metadata"]["name"]
+    ]
+    # Run 0 deleted with its Services, config and PodGroup of 3 (whole-job restart, step 2).
+    left = [
+        c for c in children if c["kind"] == "ConfigMap" and "-config" not in c["metadata"]["name"]
+    ]
+    job["status"] = run(request(job, children + record, VOLCANO)).status
+    job["status"] = run(request(job, left + record, VOLCANO)).status
+    return request(job, left + record, VOLCANO)
+
+
+@case
 def volcano_podgroup_inqueue() -> Json:
     """Volcano: once the PodGroup is Inqueue the pods come, with schedulerName volcano."""
     body = volcano_podgroup_pending()

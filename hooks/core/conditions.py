@@ -46,6 +46,20 @@ def clean(conditions: object) -> list[Condition]:
     ]
 
 
+def extended(message: str, words: str) -> str:
+    """A condition message extended by more words (what the job waits for, a replica that
+    cannot start), ending in one full stop."""
+    ending = "" if words.endswith(".") else "."
+    return f"{message.removesuffix('.')}; {words}{ending}"
+
+
+def says(message: object, base: str) -> bool:
+    """Whether a written message is `base`, or `base` extended (`extended`)."""
+    if not isinstance(message, str):
+        return False
+    return message == base or message.startswith(f"{base.removesuffix('.')}; ")
+
+
 def find(conditions: list[Condition], ctype: ConditionType) -> Condition | None:
     """The condition of a type, if present."""
     return next((c for c in conditions if c.get("type") == ctype.value), None)

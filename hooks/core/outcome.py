@@ -11,6 +11,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from hooks.core.api import ConditionType, JobMode, Reason, ReplicaType, SuccessPolicy
+from hooks.core.conditions import extended
 from hooks.core.failure_policy import Action, start_deadline
 from hooks.core.job import Job
 from hooks.core.naming import MAX_ATTEMPT
@@ -227,8 +228,7 @@ def decide(
 
 def _extended(outcome: Outcome, words: str) -> Outcome:
     """The outcome, its message extended by `words`, ending in one full stop."""
-    ending = "" if words.endswith(".") else "."
-    return replace(outcome, message=f"{outcome.message.removesuffix('.')}; {words}{ending}")
+    return replace(outcome, message=extended(outcome.message, words))
 
 
 def _naming_blocked(outcome: Outcome, plans: list[SlotPlan]) -> Outcome:

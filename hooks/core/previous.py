@@ -62,12 +62,14 @@ class PreviousStatus:
         return parse_time(found.get("lastTransitionTime")) or datetime.max.replace(tzinfo=UTC)
 
     def shows(self, ctype: ConditionType, message: str) -> bool:
-        """Whether it has the condition of a type True with exactly this message."""
+        """Whether it has the condition of a type True with this message, or with it extended
+        by what the job waits for (a restart's step waiting for a gang scheduler's admission
+        is that step all the same)."""
         found = cond.find(self.conditions, ctype)
         return (
             found is not None
             and found.get("status") == ConditionStatus.TRUE
-            and found.get("message") == message
+            and cond.says(found.get("message"), message)
         )
 
 

@@ -277,7 +277,7 @@ def _in_progress(record: RunRecord | None, run: int, plans: list[SlotPlan], *, o
 
 
 def _shows(previous: PreviousStatus, message: str) -> bool:
-    """Whether the parent status shows Restarting=True with exactly this message."""
+    """Whether the parent status shows Restarting=True with this message (or it extended)."""
     return previous.shows(ConditionType.RESTARTING, message)
 
 
