@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Required, TypedDict, cast
 
-from hooks.core import gang, resize, retention, runs, status
+from hooks.core import gang, placement, resize, retention, runs, status
 from hooks.core.api import CleanPodPolicy, Reason
 from hooks.core.children import Child, ConfigMap, PodGroup
 from hooks.core.configmaps import desired_config, desired_result, recorded_status
@@ -27,6 +27,7 @@ from hooks.core.outcome import deadline_at, decide
 from hooks.core.pods import PodMaker
 from hooks.core.previous import PreviousStatus
 from hooks.core.request import CONFIG_MAP, POD, SERVICE, SyncRequest
+from hooks.core.restarts import SlotPlan
 from hooks.core.services import ServiceMaker, same_service
 from hooks.core.spec import Problem, load
 from hooks.core.status import JobStatus
@@ -80,6 +81,7 @@ def _read_job(request: SyncRequest) -> tuple[Job | None, list[Problem]]:
     spec, problems = load(request.parent.get("spec"))
     if spec is not None:
         problems = validate(request.name, spec)
+        problems += placement.problems(spec, request.gang, request.queue)
     if spec is None or problems:
         return None, problems
     job = Job(
@@ -227,9 +229,14 @@ def _echoed(request: SyncRequest, pods: Iterable[ObservedPod]) -> list[dict[str,
     return [retention.as_observed(POD, observed[p.name]) for p in pods if not p.lost]
 
 
-def _kept_by(maker: PodMaker, pods: Iterable[ObservedPod]) -> list[dict[str, Any]]:
-    """The current run's observed pods listed as their desired selves (kept, never changed)."""
-    return [maker.pod(p.slot, p.attempt, p.restarts_before, p.run) for p in pods if not p.lost]
+def _kept_by(maker: PodMaker, plan: SlotPlan) -> list[dict[str, Any]]:
+    """The slot's observed pods of the current run listed as their desired selves (kept, never
+    changed): a replacement with its rejoin wait, a first attempt without."""
+    return [
+        maker.pod(p.slot, p.attempt, p.restarts_before, p.run, waits=p.attempt > plan.first)
+        for p in plan.keep
+        if not p.lost
+    ]
 
 
 def _active_children(
@@ -255,13 +262,20 @@ def _active_children(
     shared: list[dict[str, Any]] = [config]
     if job.gang is not None:
         shared.append(gang.pod_group(job.gang, job.name, job.namespace, job.spec))
+    job_service = services.job_service()
+    if job_service is not None:
+        shared.append(job_service)
     wanted = [services.service(p.slot) for p in plan.plans]
-    left_out = _left_out(job, request, [*shared, *wanted], creating=creating, replacing=replacing)
+    desired = [*shared, *(s for s in wanted if s is not None)]
+    left_out = _left_out(job, request, desired, creating=creating, replacing=replacing)
     replaced = any(reason == _STALE for reason in left_out.values())
     admit = creating and not replaced and gang.admits_new_pods(job.gang, request.pod_group)
+    # Only a pod made while its run has pods may register with a ps-lite Scheduler that has
+    # started the job; the run's first pods never can (docs/restarts.md#rejoining-ps-lite).
+    waits = not plan.between_runs
     result = [child for child in shared if _key(child) not in left_out]
     for slot_plan, service in zip(plan.plans, wanted, strict=True):
-        result.extend(_kept_by(pods, slot_plan.keep))
+        result.extend(_kept_by(pods, slot_plan))
         if slot_plan.create_attempt is not None and admit:
             result.append(
                 pods.pod(
@@ -269,9 +283,10 @@ def _active_children(
                     slot_plan.create_attempt,
                     slot_plan.create_restarts_before,
                     slot_plan.run,
+                    waits=waits,
                 )
             )
-        if _key(service) not in left_out:
+        if service is not None and _key(service) not in left_out:
             result.append(service)
     return result
 
