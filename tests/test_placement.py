@@ -181,6 +181,16 @@ def test_kueue_annotations(
         ),
         (BLOCK, SAME, Gang.SCHEDULER_PLUGINS, QUEUE, []),
         (
+            {"level": "a" * 250 + ".io/block"},
+            SAME,
+            Gang.VOLCANO,
+            None,
+            [
+                "spec.runPolicy.schedulingPolicy.topology.level: Volcano's highestTierName takes"
+                " at most 253 characters"
+            ],
+        ),
+        (
             {**BLOCK, "replicaTypes": ["Tuner"]},
             SAME,
             None,

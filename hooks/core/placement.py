@@ -40,6 +40,8 @@ _KUEUE_WORDS = {
     TopologyMode.REQUIRED: REQUIRED_ANNOTATION,
     TopologyMode.PREFERRED: PREFERRED_ANNOTATION,
 }
+#: The longest `networkTopology.highestTierName` Volcano's PodGroup CRD takes (v1.15.1).
+VOLCANO_TIER_MAX = 253
 #: What of a pod template decides where its pods may go, beside the resources they ask.
 _PLACED_BY = ("nodeSelector", "affinity", "tolerations", "runtimeClassName", "priorityClassName")
 
@@ -115,6 +117,13 @@ def problems(spec: JobSpec, gang: Gang | None, queue: Queue | None) -> list[Prob
                 topology.path,
                 f"{who} places pods one by one and cannot keep them in one domain: queue the job"
                 " with Kueue (label kueue.x-k8s.io/queue-name) or run it with the Volcano install",
+            )
+        ]
+    if gang is Gang.VOLCANO and len(topology.level) > VOLCANO_TIER_MAX:
+        return [
+            Problem(
+                f"{topology.path}.level",
+                f"Volcano's highestTierName takes at most {VOLCANO_TIER_MAX} characters",
             )
         ]
     types = together(spec)
