@@ -70,9 +70,7 @@ def change(job: Job, observed: ConfigMap | None, wanted: dict[str, str]) -> str 
     ]
     if moved:
         return " and ".join(moved)
-    if any(
-        _addresses(was[t]) != _addresses(now[t]) for t in was.keys() & now.keys() - in_place
-    ):
+    if any(_addresses(was[t]) != _addresses(now[t]) for t in was.keys() & now.keys() - in_place):
         # Every process reaches the others by the addresses it was started with.
         return f"its replicas' addresses changed (serviceMode {job.spec.service_mode.value})"
     if _labels(data.get(LABELS_KEY)) not in (None, _labels(wanted[LABELS_KEY])):
