@@ -175,8 +175,9 @@ def main(argv: list[str] | None = None) -> int:
     up.add_argument(
         "--install-project",
         action="store_true",
-        help="kwok: apply the CRD file of manifests/crd, start the hook, apply metacontroller/overlays/local; "
-        "node: install Metacontroller and manifests/overlays/standard in the cluster",
+        help="kwok: apply the CRD file of manifests/crd, start the hook, apply "
+        "metacontroller/overlays/local; node: install Metacontroller, manifests/crd and "
+        "manifests/overlays/standard in the cluster",
     )
     up.add_argument("--hook-cmd", default="make run", help="hook command (gets $PORT)")
     up.add_argument("--hook-port", type=int, default=8080)
