@@ -122,6 +122,7 @@ _NEVER = datetime.min.replace(tzinfo=UTC)
 
 
 def _key(failure: LastFailure) -> tuple[datetime, str]:
+    """What orders failures: when the container ended, then the pod's name."""
     return parse_time(failure.get("time")) or _NEVER, failure["pod"]
 
 
@@ -152,11 +153,14 @@ def last_failure(
 ) -> LastFailure | None:
     """The newest of the previous `lastFailure` and every observed pod's own failures; an
     observed one wins a tie, so a status written by hand is corrected from the pod."""
-    newest = previous
+    best: tuple[tuple[datetime, str], Slot, ObservedPod, Ended] | None = None
     for slot, attempts in pods.items():
         for pod in attempts:
             for ended in own_failures(pod):
-                found = _failure(slot, pod.name, pod.attempt, ended)
-                if newest is None or _key(found) >= _key(newest):
-                    newest = found
-    return newest
+                key = (ended.finished or _NEVER, pod.name)
+                if best is None or key >= best[0]:
+                    best = (key, slot, pod, ended)
+    if best is None or (previous is not None and _key(previous) > best[0]):
+        return previous
+    _, slot, pod, ended = best
+    return _failure(slot, pod.name, pod.attempt, ended)
