@@ -247,11 +247,16 @@ def onfailure_worker_replaced_by_the_hook() -> Json:
 @case
 def exitcode_replacement_running() -> Json:
     """The replacement of the killed Worker runs: Running again, restarts 1, failed pod kept."""
-    body = exitcode_worker_killed_137()
+    return _replacement_running(exitcode_worker_killed_137(), "mnist-worker-1-r1")
+
+
+def _replacement_running(body: Json, replacement: str) -> Json:
+    """The next sync of `body`: the replacement it asked for created and running, the status
+    it answered written."""
     response = run(body)
     children = [c for group in body["children"].values() for c in group.values()]
-    replacement = pods_by_name(cluster_after(response, minutes=21))["mnist-worker-1-r1"]
-    children.append(running(replacement, minutes=22))
+    created = pods_by_name(cluster_after(response, minutes=21))[replacement]
+    children.append(running(created, minutes=22))
     parent = copy.deepcopy(body["parent"])
     parent["status"] = response.status
     return request(parent, children)
@@ -1225,14 +1230,7 @@ def worker_traceback_in_the_restart() -> Json:
 @case
 def replacement_running_keeps_last_failure() -> Json:
     """The replacement runs: Running again, and lastFailure still names the failed attempt."""
-    body = worker_traceback_in_the_restart()
-    response = run(body)
-    children = [c for group in body["children"].values() for c in group.values()]
-    replacement = pods_by_name(cluster_after(response, minutes=21))["mnist-worker-0-r1"]
-    children.append(running(replacement, minutes=22))
-    parent = copy.deepcopy(body["parent"])
-    parent["status"] = response.status
-    return request(parent, children)
+    return _replacement_running(worker_traceback_in_the_restart(), "mnist-worker-0-r1")
 
 
 @case
