@@ -23,6 +23,7 @@ TIMEOUT = 30
 QUIET_SECONDS = 300
 #: How long one watch of a job lasts before `watch_job` starts the next.
 WATCH_SECONDS = 60
+HTTP_GONE = 410
 _SERVICE_ACCOUNT_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 
 
@@ -161,10 +162,14 @@ class Cluster:
         try:
             for change in stream:
                 kind, obj = change.get("type"), change.get("object")
-                if kind == "ERROR":  # 410 Gone: start again from a fresh read
+                if kind == "ERROR":
                     return
                 yield None if kind == "DELETED" else obj
-        except (ApiException, HTTPError, OSError, ValueError) as exc:
+        except ApiException as exc:
+            if exc.status == HTTP_GONE:  # too old to resume: the caller reads the job again
+                return
+            raise ClusterError(_words(exc)) from exc
+        except (HTTPError, OSError, ValueError) as exc:
             raise ClusterError(_words(exc)) from exc
 
     def log(self, pod: str, *, follow: bool) -> Any:

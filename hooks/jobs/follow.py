@@ -123,9 +123,14 @@ class Following:
         job: dict[str, Any] | None = None
         while True:
             job = self.cluster.job(self.job)
+            listed = set()
             for replica, pod in job_replicas(self.job, self.cluster.pods(self.job)):
                 if self.picked(replica):
+                    listed.add(replica.pod)
                     self._see(replica, pod)
+            for name, follower in self.followers.items():
+                if name not in listed:
+                    follower.latest = {}  # deleted: nothing more to follow
             ended = job is None or verdict(self.job, job, Goal.SUCCEEDED) is not None
             if ended and finished_at is None:
                 finished_at = time.monotonic()
