@@ -53,7 +53,7 @@ def test_age_is_written_as_kubectl_writes_it(seconds: int, shown: str) -> None:
     assert view.age(NOW - timedelta(seconds=seconds), NOW) == shown
 
 
-def test_a_table_fits_the_width_by_cutting_its_last_column_only() -> None:
+def test_a_table_fits_the_width_by_cutting_its_last_column_then_dropping_columns() -> None:
     rows = [["mnist", "Running", "MXJob mnist is running; a long message " * 3]]
     lines = view.table(["NAME", "STATE", "MESSAGE"], rows, view.Paint(), width=40)
     assert lines[0] == "NAME    STATE     MESSAGE"
@@ -61,6 +61,8 @@ def test_a_table_fits_the_width_by_cutting_its_last_column_only() -> None:
     assert len(lines[1]) == 40
     wide = view.table(["NAME", "STATE", "MESSAGE"], rows, view.Paint(), width=None)
     assert wide[1].endswith("message")
+    dropped = view.table(["NAME", "STATE", "MESSAGE"], rows, view.Paint(), 30, drop=["MESSAGE"])
+    assert dropped == ["NAME    STATE", "mnist   Running"]
 
 
 def test_colours_only_when_painting_is_on() -> None:
@@ -84,9 +86,20 @@ def test_get_sums_the_replicas_and_shows_the_latest_state() -> None:
     assert list(summary.by_type) == ["Scheduler", "Server", "Worker"]
     lines = view.job_table([summary], NOW, view.Paint(), None, namespaces=False)
     assert lines[0].split() == [
-        "NAME", "STATE", "REPLICAS", "ACTIVE", "SUCCEEDED", "FAILED", "RESTARTS", "AGE", "MESSAGE",
+        "NAME", "STATE", "ACTIVE", "SUCCEEDED", "FAILED", "RESTARTS", "AGE", "MESSAGE",
     ]  # fmt: skip
-    assert lines[1].split()[:8] == ["mnist", "Running", "4", "4", "0", "0", "1", "60m"]
+    assert lines[1].split()[:7] == ["mnist", "Running", "4/4", "0", "0", "1", "60m"]
+    narrow = view.job_table([summary], NOW, view.Paint(), 70, namespaces=True)
+    assert narrow[0].split() == [
+        "NAMESPACE",
+        "NAME",
+        "STATE",
+        "ACTIVE",
+        "FAILED",
+        "RESTARTS",
+        "AGE",
+    ]
+    assert max(map(len, narrow)) <= 70
     data = summary.as_json(NOW)
     assert (data["state"], data["restarts"], data["replicas"]["Worker"]["desired"]) == (
         "Running",

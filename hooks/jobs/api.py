@@ -8,9 +8,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import urllib3
 from kubernetes import client, config, watch
 from kubernetes.client.exceptions import ApiException
-from urllib3.exceptions import HTTPError
+from urllib3.exceptions import HTTPError, InsecureRequestWarning
 
 from component.kube import PLURAL, list_jobs
 from hooks.core.api import GROUP, LABEL_JOB_NAME, MXNET_CONTAINER, VERSION
@@ -69,6 +70,9 @@ class Cluster:
 
     def __init__(self, kubeconfig: str | None, context: str | None, namespace: str | None) -> None:
         configuration, default = _load(kubeconfig, context)
+        if not configuration.verify_ssl:
+            # The kubeconfig asks for it (insecure-skip-tls-verify): kubectl says nothing either.
+            urllib3.disable_warnings(InsecureRequestWarning)
         self.api = client.ApiClient(configuration)
         self.core = client.CoreV1Api(self.api)
         self.custom = client.CustomObjectsApi(self.api)

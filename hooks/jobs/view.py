@@ -38,6 +38,8 @@ STATE_STYLES = {
 NONE = "-"
 #: Between two columns of a table, as kubectl prints them.
 GAP = "   "
+#: The fewest characters of a message a table cuts to fit a terminal.
+MIN_FREE = 20
 _CUT = "…"
 #: Anything a terminal would interpret, in text the table did not write (messages, names).
 _UNSAFE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
@@ -73,27 +75,50 @@ def table(
     paint: Paint,
     width: int | None = None,
     indent: str = "",
+    *,
+    drop: Sequence[str] = (),
+    free: bool = True,
 ) -> list[str]:
-    """Columns as wide as their widest cell, three spaces apart; with `width` (a terminal's),
-    the last column is cut to fit it (`…`), the others never."""
+    """Columns as wide as their widest cell, three spaces apart. With `width` (a terminal's),
+    the columns named in `drop` are left out, in that order, while the table does not fit,
+    and a last column of free text (`free`) is cut to what is left (`…`, at least MIN_FREE
+    characters); other columns are never cut."""
     cells = [[c if isinstance(c, Cell) else Cell(c) for c in row] for row in rows]
     widths = [len(h) for h in headers]
     for row in cells:
         for i, cell in enumerate(row):
             widths[i] = max(widths[i], len(cell.text))
+    keep = list(range(len(headers)))
+    last = len(headers) - 1
+
+    def needed() -> int:
+        cut = free and keep[-1] == last
+        fixed = keep[:-1] if cut else keep
+        gaps = len(GAP) * (len(keep) - 1)
+        return (
+            len(indent)
+            + sum(widths[i] for i in fixed)
+            + gaps
+            + (min(widths[last], MIN_FREE) if cut else 0)
+        )
+
+    for name in drop:
+        if width is None or needed() <= width:
+            break
+        keep.remove(headers.index(name))
     room = None
-    if width is not None:
-        room = max(width - len(indent) - sum(widths[:-1]) - len(GAP) * (len(widths) - 1), 8)
+    if width is not None and free and keep[-1] == last:
+        used = len(indent) + sum(widths[i] for i in keep[:-1]) + len(GAP) * (len(keep) - 1)
+        room = max(width - used, MIN_FREE)
     lines = []
     for row, is_header in [(list(map(Cell, headers)), True), *((r, False) for r in cells)]:
         parts = []
-        for i, cell in enumerate(row):
-            text = cell.text
-            last = i == len(row) - 1
-            if last and room is not None and len(text) > room:
+        for i in keep:
+            text = row[i].text
+            if i == last and room is not None and len(text) > room:
                 text = text[: room - 1] + _CUT
-            padded = text if last else text.ljust(widths[i])
-            parts.append(paint(padded, "bold" if is_header else cell.style))
+            padded = text if i == keep[-1] else text.ljust(widths[i])
+            parts.append(paint(padded, "bold" if is_header else row[i].style))
         lines.append((indent + GAP.join(parts)).rstrip())
     return lines
 
@@ -229,8 +254,9 @@ def _int(value: object) -> int:
 def job_table(
     jobs: list[Summary], now: datetime, paint: Paint, width: int | None, *, namespaces: bool
 ) -> list[str]:
-    """`mxjob get`: a row per job, the message last (cut to the terminal's width)."""
-    headers = ["NAME", "STATE", "REPLICAS", "ACTIVE", "SUCCEEDED", "FAILED", "RESTARTS", "AGE"]
+    """`mxjob get`: a row per job (ACTIVE as active/wanted), the message last, cut to the
+    terminal's width; on a narrow terminal SUCCEEDED, then the message, then RESTARTS go."""
+    headers = ["NAME", "STATE", "ACTIVE", "SUCCEEDED", "FAILED", "RESTARTS", "AGE", "MESSAGE"]
     rows: list[list[str | Cell]] = []
     for job in jobs:
         total = job.total
@@ -239,8 +265,7 @@ def job_table(
                 *([job.namespace] if namespaces else []),
                 safe(job.name),
                 Cell(job.state, STATE_STYLES.get(job.state, "")),
-                str(total.desired),
-                str(total.active),
+                f"{total.active}/{total.desired}",
                 str(total.succeeded),
                 Cell(str(total.failed), "red" if total.failed else ""),
                 Cell(str(total.restarts), "yellow" if total.restarts else ""),
@@ -248,7 +273,13 @@ def job_table(
                 safe(job.message),
             ]
         )
-    return table([*(["NAMESPACE"] if namespaces else []), *headers, "MESSAGE"], rows, paint, width)
+    return table(
+        [*(["NAMESPACE"] if namespaces else []), *headers],
+        rows,
+        paint,
+        width,
+        drop=("SUCCEEDED", "MESSAGE", "RESTARTS"),
+    )
 
 
 @dataclass(frozen=True)
@@ -383,6 +414,8 @@ def describe(
             paint,
             width,
             indent="  ",
+            drop=("NODE", "RUN", "REASON", "RESTARTS"),
+            free=False,
         )
         if rows
         else ["  (none: not created yet, or deleted as cleanPodPolicy says)"]
