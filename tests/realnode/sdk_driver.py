@@ -22,7 +22,7 @@ def replica(image: str, workloads: str, replicas: int = 1) -> models.KubeflowOrg
         name="mxnet",
         image=image,
         command=["python", "/workloads/train.py"],
-        env=[client.V1EnvVar(name="ROUNDS", value="8")],
+        env=[client.V1EnvVar(name="ROUNDS", value="20")],
         volume_mounts=[client.V1VolumeMount(name="workloads", mount_path="/workloads")],
     )
     volume = client.V1Volume(

@@ -59,7 +59,7 @@ def test_the_training_sdk_runs_an_mxjob_from_create_to_delete(
     assert result["master_logs"] == [f"{name}-server-0"]
     assert result["worker_pods"] == pods[2:]
     for pod in pods[2:]:
-        assert "finished 8 rounds" in result["worker_logs"][pod], result["worker_logs"]
+        assert "finished 20 rounds" in result["worker_logs"][pod], result["worker_logs"]
     assert (result["succeeded"], result["failed"], result["deleted"]) == (True, False, True)
     wait_for("the job gone", lambda: cluster.get("mxjob", name) is None, 60)
     print(f"\nsdk: Succeeded {result['succeeded_after']}s after create_job")
