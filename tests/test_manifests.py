@@ -431,6 +431,14 @@ def test_crd_status_schema_takes_what_metacontroller_adds() -> None:
     assert schema_errors(status, {"observedGeneration": "3"}) != []
 
 
+@pytest.mark.parametrize("case", golden.folders(), ids=lambda p: p.name)
+def test_crd_status_schema_holds_every_status_the_hook_writes(case: Path) -> None:
+    """The API server prunes what the status schema does not name: every field of every
+    recorded status (lastFailure too) must be in it, of its type."""
+    status = golden.load(case).response["status"]
+    assert schema_errors(mxjob_schema()["properties"]["status"], status) == []
+
+
 def resolve(schema: dict[str, Any], json_path: str) -> dict[str, Any] | None:
     """The schema node a printer-column path (`.a.b`, `.a[-1:].b`) reads, or None."""
     if json_path == ".metadata.creationTimestamp":

@@ -20,6 +20,7 @@ from hooks.core.api import CleanPodPolicy, Reason
 from hooks.core.children import Child, ConfigMap, PodGroup
 from hooks.core.configmaps import desired_config, desired_result, recorded_status
 from hooks.core.failure_policy import start_deadline
+from hooks.core.failures import last_failure
 from hooks.core.job import Job
 from hooks.core.naming import Slot, config_map_name, result_name
 from hooks.core.observed import ObservedPod, lost_at
@@ -166,7 +167,8 @@ def _active(job: Job, request: SyncRequest, now: datetime) -> SyncResponse:
     start = status.start_time(previous, pods, queued=job.queue is not None)
     waits = waiting_for(job, request.pod_group, _current(plan))
     outcome = decide(job, plan, start, now, waits)
-    new_status = status.active_status(job, previous, plan.plans, outcome, start)
+    last = last_failure(status.carried_failure(job.name, previous), pods)
+    new_status = status.active_status(job, previous, plan.plans, outcome, start, last)
     if outcome.finished:
         # Record the decision; nothing is deleted until the parent status shows it
         # (docs/run-policy.md).

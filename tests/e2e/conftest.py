@@ -10,6 +10,7 @@ import json
 import os
 import socket
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -21,6 +22,8 @@ import pytest
 from testsupport.server import local_controller
 
 REPO = Path(__file__).resolve().parents[2]
+#: The console script `make venv` installs (pyproject.toml), beside the Python running the tests.
+MXJOB = Path(sys.executable).parent / "mxjob"
 NAMESPACE = "default"
 T = TypeVar("T")
 
@@ -155,6 +158,16 @@ class Cluster:
 
     def delete(self, kind: str, name: str) -> None:
         self.kubectl("delete", kind, name, "-n", NAMESPACE, "--ignore-not-found", "--wait=false")
+
+    def mxjob(
+        self, *args: str, stdin: str | None = None, timeout: float = 180
+    ) -> subprocess.CompletedProcess[str]:
+        """The `mxjob` command as a user runs it, with this cluster's kubeconfig (docs/cli.md)."""
+        env = {**os.environ, "KUBECONFIG": str(self.stack.kubeconfig)}
+        return subprocess.run(
+            [str(MXJOB), *args], input=stdin, env=env, capture_output=True, text=True,
+            timeout=timeout, check=False,
+        )  # fmt: skip
 
 
 class Watch:
