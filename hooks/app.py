@@ -21,6 +21,7 @@ from werkzeug.exceptions import HTTPException, InternalServerError
 
 from hooks import body, etag, logs, metrics, wire
 from hooks.call import LISTED, Call
+from hooks.core import budget
 from hooks.core.conversion import answer
 from hooks.core.sync import sync
 
@@ -38,11 +39,13 @@ _LOG = logging.getLogger(logs.LOGGER_NAME)
 
 
 def create_app(config: dict[str, Any] | None = None) -> Flask:
-    """Application factory; `config` may set MAX_CONTENT_LENGTH and CLOCK (for tests)."""
+    """Application factory; `config` may set MAX_CONTENT_LENGTH, MAX_ANSWER_BYTES and CLOCK
+    (for tests)."""
     app = Flask(__name__)
     app.config["MAX_CONTENT_LENGTH"] = int(
         os.environ.get("MXJOB_MAX_BODY_BYTES", DEFAULT_MAX_BODY_BYTES)
     )
+    app.config["MAX_ANSWER_BYTES"] = answer_budget(app.config["MAX_CONTENT_LENGTH"])
     app.config["CLOCK"] = lambda: datetime.now(UTC)
     app.config.update(config or {})
     # Flask's own lines (an exception outside the hooks) go out as JSON too.
@@ -56,6 +59,18 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     app.add_url_rule("/metrics", "metrics", _metrics)
     app.register_error_handler(HTTPException, _unrouted)
     return app
+
+
+def answer_budget(body_limit: int) -> int:
+    """The largest answer to one job (hooks/core/budget.py): `MXJOB_MAX_ANSWER_BYTES`, else
+    from the body limit and the memory limit of the container (`MXJOB_MEMORY_LIMIT_BYTES`, set
+    from `limits.memory`) shared by its `WEB_CONCURRENCY` workers; at most budget.CEILING."""
+    given = os.environ.get("MXJOB_MAX_ANSWER_BYTES")
+    if given:
+        return min(int(given), budget.CEILING)
+    memory = os.environ.get("MXJOB_MEMORY_LIMIT_BYTES")
+    workers = int(os.environ.get("WEB_CONCURRENCY") or os.cpu_count() or 1)
+    return budget.budget(body_limit, int(memory) if memory else None, workers)
 
 
 def _door(hook: str, handle: Callable[[Call, bytes], Response]) -> Callable[[], Response]:
@@ -91,7 +106,7 @@ def _sync(call: Call, data: bytes) -> Response:
         return Response(status=304, headers={"ETag": tag})
     parsed = body.sync_request(data)
     call.about_job(parsed)
-    decided = sync(parsed, current_app.config["CLOCK"]())
+    decided = sync(parsed, current_app.config["CLOCK"](), current_app.config["MAX_ANSWER_BYTES"])
     encoded = wire.encode(decided.to_json())
     call.answered(
         metrics.outcome(decided.status, invalid=bool(decided.invalid)),

@@ -258,10 +258,19 @@ def walk_schema(node: dict[str, Any], path: str = "") -> Iterator[tuple[str, dic
 _CEL = celpy.Environment()
 
 
+def _sum(values: celtypes.ListType) -> celtypes.IntType:
+    """Kubernetes' `list.sum()` (its CEL lists library) of integers, which cel-python lacks."""
+    total = 0
+    for value in values:
+        assert isinstance(value, celtypes.IntType), value
+        total += int(value)
+    return celtypes.IntType(total)
+
+
 @functools.cache
 def cel_program(rule: str) -> celpy.Runner:
     """A compiled CEL rule (raises on a syntax error)."""
-    return _CEL.program(_CEL.compile(rule))
+    return _CEL.program(_CEL.compile(rule), functions={"sum": _sum})
 
 
 def cel_holds(rule: str, value: object) -> bool | str:
