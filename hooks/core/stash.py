@@ -10,6 +10,10 @@ hold (it never changes there) comes back as it `to` was (docs/api.md#versions).
 Paths walk objects only; a list is compared, kept and restored whole. Keys of one object that
 differ only in letter case (`worker` and `Worker`, which the hook reads as one replica type)
 are one entry at that object, so a renamed key never leaves both spellings behind.
+
+A stash is written by whoever writes the object, so it holds the spec only: an entry elsewhere
+(the status, which belongs to the controller) is taken away and never applied
+(docs/security.md#the-conversion-stash).
 """
 
 import copy
@@ -32,6 +36,8 @@ class _Absent:
 
 
 _ABSENT = _Absent()
+#: The part of an object a stash holds.
+HELD = "spec"
 
 
 def _same(a: object, b: object) -> bool:
@@ -98,12 +104,18 @@ def apply(entries: list[Entry], view: dict[str, Any]) -> dict[str, Any]:
 
 
 def take(obj: dict[str, Any], key: str) -> tuple[list[Entry], dict[str, Any]]:
-    """The entries the annotation `key` holds, and the object without it. An annotation that is
-    not a stash (not JSON, not a list of entries) is no stash: it stays, and nothing is taken."""
+    """The entries the annotation `key` holds under the spec, and the object without it. An
+    annotation that is not a stash (not JSON, not a list of entries) is no stash: it stays, and
+    nothing is taken."""
     entries = _read(dig(obj, "metadata", "annotations", key))
     if entries is None:
         return [], obj
-    return entries, put(obj, key, [])
+    return [e for e in entries if e["at"][0] == HELD], put(obj, key, [])
+
+
+def held(view: dict[str, Any]) -> dict[str, Any]:
+    """The part of a view (an object's spec and status) a stash compares: its spec."""
+    return {HELD: view[HELD]} if HELD in view else {}
 
 
 def put(obj: dict[str, Any], key: str, entries: list[Entry]) -> dict[str, Any]:
