@@ -103,6 +103,11 @@ def test_a_stash_never_writes_the_status(client: FlaskClient) -> None:
             "spec.mxReplicaSpecs.Worker.replicas",
         ),
         ({"at": ["spec", "jobMode"], "was": "MXTrain", "to": "MXTune"}, "Tuner.replicas"),
+        # JSON's `true` is no 1, though Python's == says it is.
+        (
+            {"at": ["spec", "mxReplicaSpecs", "Worker", "replicas"], "was": 1, "to": True},
+            "spec.mxReplicaSpecs.Worker.replicas",
+        ),
     ],
 )
 def test_a_stash_never_brings_in_what_v1_refuses(

@@ -40,7 +40,7 @@ _ABSENT = _Absent()
 HELD = "spec"
 
 
-def _same(a: object, b: object) -> bool:
+def same(a: object, b: object) -> bool:
     """JSON equality: `true` is not `1`, `1.0` is not `1` (Python's `==` says they are)."""
     if a is b:
         return True
@@ -71,7 +71,7 @@ def _walk(want: object, have: object, at: list[str], entries: list[Entry]) -> No
         for key in sorted(want.keys() | have.keys()):
             _walk(want.get(key, _ABSENT), have.get(key, _ABSENT), [*at, key], entries)
         return
-    if _same(want, have):
+    if same(want, have):
         return
     entry: Entry = {"at": at}
     if not isinstance(have, _Absent):
@@ -92,7 +92,7 @@ def apply(entries: list[Entry], view: dict[str, Any]) -> dict[str, Any]:
             if key not in node and "was" not in entry:
                 node[key] = {}  # restoring a field whose parent the mapped view lacks
             node = node.get(key, _ABSENT)
-        if not isinstance(node, dict) or not _same(
+        if not isinstance(node, dict) or not same(
             node.get(last, _ABSENT), entry.get("was", _ABSENT)
         ):
             continue

@@ -73,9 +73,10 @@ def to_v1(
     _check(obj, mapping.api_version)
     entries, bare = stash.take(obj, V1_FIELDS)
     view = mapping.up(copy.deepcopy(bare))
-    if entries and v1_spec is not None:
-        _refuse_what_it_brings(obj, v1_spec, view, stash.apply(entries, copy.deepcopy(view)))
-    converted = _with(bare, V1, stash.apply(entries, view))
+    stashed = stash.apply(entries, copy.deepcopy(view)) if entries else view
+    if v1_spec is not None and not stash.same(stashed, view):
+        _refuse_what_it_brings(obj, v1_spec, view, stashed)
+    converted = _with(bare, V1, stashed)
     back = mapping.down(copy.deepcopy(converted))
     return stash.put(converted, mapping.fields_key, stash.patch(_view(bare), stash.held(back)))
 
@@ -115,9 +116,8 @@ def _refuse_what_it_brings(
     """Raise UnconvertibleError when the stash makes the v1 spec break a rule it kept without
     it: a type, bound or enum of the schema, or a rule of the hook's (docs/api.md#validation)."""
     name = str(dig(obj, "metadata", "name") or "")
-    brought = _refused(v1_spec, name, stashed.get("spec")) - _refused(
-        v1_spec, name, view.get("spec")
-    )
+    broken = _refused(v1_spec, name, stashed.get("spec"))
+    brought = broken and broken - _refused(v1_spec, name, view.get("spec"))
     if brought:
         raise UnconvertibleError(
             f"metadata.annotations[{V1_FIELDS}]",
