@@ -5,6 +5,7 @@ the CRD's floor of the answer stays below the real one and names the same ceilin
 import copy
 from typing import Any
 
+import orjson
 import pytest
 from flask.testing import FlaskClient
 from hypothesis import given, settings
@@ -17,6 +18,7 @@ from hooks.core.request import parse_request
 from hooks.core.sync import sync
 from tests.builders import CONTROLLER, NOW, mxjob, request
 from tests.manifest_support import cel_holds, mxjob_schema
+from testsupport.server import rss_kib, serve
 
 Json = dict[str, Any]
 #: The CRD's floor of the answer: the rule on `spec.mxReplicaSpecs` whose message says so.
@@ -165,3 +167,26 @@ def test_a_job_over_the_budget_fails_naming_its_size_and_the_limit(
     assert "Worker: 1000 of 153.6 KiB" in last["message"]
     assert "limit of 32.0 MiB (MXJOB_MAX_ANSWER_BYTES)" in last["message"]
     assert answer.get_json()["children"] == []
+
+
+def test_the_hook_as_make_run_serves_it_refuses_the_3_gb_job() -> None:
+    """Once the connection broke after 11 s (the worker building a 3 GB answer was killed)
+    and both hook pods crash-looped on the resync: 10000 Servers and 10000 Workers of a 150 KB
+    template, a 450 KB object. Now a 200 at once, the worker's memory untouched."""
+    template = {
+        "spec": {"containers": [{"name": "mxnet", "image": "m", "command": ["x" * 150_000]}]}
+    }
+    replicas = {
+        rtype: {"replicas": count, "template": template}
+        for rtype, count in (("Scheduler", 1), ("Server", 10_000), ("Worker", 10_000))
+    }
+    body = wire.encode(request(mxjob(replicas=replicas)))
+    with serve(workers=1) as server:
+        (worker,) = server.worker_pids()
+        status, answer, _ = server.call("POST", "/sync", body, timeout=10)
+        peak = rss_kib(worker, "VmHWM")
+    assert status == 200
+    last = orjson.loads(answer)["status"]["conditions"][-1]
+    assert last["reason"] == "MXJobInvalidSpec"
+    assert "would be about 2904.4 MiB" in last["message"], last["message"]
+    assert peak < 200 * 1024, f"worker peak {peak} KiB"
