@@ -67,6 +67,8 @@ CLUSTER_SCOPED = {
     "ClusterRole",
     "ClusterRoleBinding",
     "CompositeController",
+    "ValidatingAdmissionPolicy",
+    "ValidatingAdmissionPolicyBinding",
 }
 #: Metacontroller's pods as its own manifests label them (manifests/production/metacontroller.yaml).
 METACONTROLLER_NAMESPACE = "metacontroller"
@@ -716,10 +718,13 @@ def test_metacontroller_may_manage_every_child(variant: str) -> None:
     controller = one(objects, "CompositeController")["spec"]
     parent = controller["parentResource"]
     group = parent["apiVersion"].rpartition("/")[0]
-    assert granted(roles, group, parent["resource"]) >= {"get", "list", "watch", "update", "patch"}
-    assert granted(roles, group, f"{parent['resource']}/status") >= {"update"}
-    assert granted(roles, group, f"{parent['resource']}/finalizers") >= {"update"}
-    assert granted(roles, "", "events") >= {"create", "patch"}
+    # Exactly what Metacontroller v4.17.2 calls (its source: a Get and an Update of the parent,
+    # an UpdateStatus, client-go's Event recorder), nothing it never uses.
+    assert granted(roles, group, parent["resource"]) == {"get", "list", "watch", "update"}
+    assert granted(roles, group, f"{parent['resource']}/status") == {"update"}
+    assert granted(roles, group, f"{parent['resource']}/finalizers") == {"update"}
+    assert granted(roles, "", "events") == {"create", "patch"}
+    assert granted(roles, "events.k8s.io", "events") == set()
     needed = {"get", "list", "watch", "create", "delete", "update", "patch"}
     for rule in controller["childResources"]:
         child_group = rule["apiVersion"].rpartition("/")[0]

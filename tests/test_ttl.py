@@ -892,13 +892,13 @@ def test_each_object_is_valid_strictly(obj: dict[str, Any]) -> None:
     kubernetes_validate.validate(obj, schema_version(), strict=True)
 
 
-def test_rbac_grants_only_get_list_watch_delete_on_mxjobs() -> None:
+def test_rbac_grants_only_get_list_delete_on_mxjobs() -> None:
     kinds = by_kind(component_objects())
     assert kinds["ClusterRole"]["rules"] == [
         {
             "apiGroups": ["kubeflow.org"],
             "resources": ["mxjobs"],
-            "verbs": ["get", "list", "watch", "delete"],
+            "verbs": ["get", "list", "delete"],
         }
     ]
     binding = kinds["ClusterRoleBinding"]
