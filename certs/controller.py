@@ -56,7 +56,7 @@ def run_once(api: client.ApiClient, target: Target, now: datetime) -> list[str]:
         _write_secret(core, target, secret, decided.data)
         data = decided.data
         done.append(f"secret {target.namespace}/{target.secret}: {decided.reason}")
-    if _patch_bundle(ext, target.crd, crd, data[CA_CERT]):
+    if patch_bundle(ext, target.crd, crd, data[CA_CERT]):
         done.append(f"crd {target.crd}: caBundle set")
     return done
 
@@ -112,7 +112,7 @@ def _write_secret(
         )
 
 
-def _patch_bundle(
+def patch_bundle(
     ext: client.ApiextensionsV1Api, name: str, crd: client.V1CustomResourceDefinition, pem: bytes
 ) -> bool:
     """Set the conversion webhook `caBundle` of the CRD as read to `pem` unless it is already,
