@@ -209,6 +209,47 @@ def least_privileged(cluster: Node) -> Iterator[str]:
             cluster.kubectl("delete", "-k", directory, "--ignore-not-found")
 
 
+CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+MXJOBS_CRD = f"{CRDS}/mxjobs.kubeflow.org"
+KEPT_TO = "the certificate keeper may change only the conversion webhook's caBundle"
+
+
+def test_certificate_keeper_token_sets_the_ca_bundle_and_nothing_else(cluster: Node) -> None:
+    """The keeper's token (issue 29): RBAC lets it read and patch the one CRD and its one Secret;
+    the ValidatingAdmissionPolicy `mxjob-certs` lets a patch change the caBundle alone, so the
+    token cannot repoint the conversion webhook, store another version or mark the CRD."""
+    keeper = token(cluster, "mxjob-certs", HOOK_NAMESPACE)
+    secrets = f"/api/v1/namespaces/{HOOK_NAMESPACE}/secrets"
+    assert api(cluster, keeper, "GET", f"{secrets}/mxjob-convert-tls")[0] == 200
+    assert api(cluster, keeper, "GET", secrets)[0] == 403
+    assert (
+        api(cluster, keeper, "GET", f"{CRDS}/compositecontrollers.metacontroller.k8s.io")[0] == 403
+    )
+    assert api(cluster, keeper, "DELETE", MXJOBS_CRD)[0] == 403
+    code, crd = api(cluster, keeper, "GET", MXJOBS_CRD)
+    assert code == 200
+    webhook = crd["spec"]["conversion"]["webhook"]
+    versions = crd["spec"]["versions"]
+    swapped = [{**v, "storage": v["name"] == "v1alpha1"} for v in versions]
+    for patch in (
+        {"spec": {"conversion": {"webhook": {"clientConfig": {"service": {"name": "evil"}}}}}},
+        {"spec": {"versions": swapped}},
+        {"metadata": {"labels": {"mxjob.test/owned": "yes"}}},
+    ):
+        code, refused = api(cluster, keeper, "PATCH", MXJOBS_CRD, patch)
+        assert (code, KEPT_TO in refused.get("message", "")) == (403, True), (patch, refused)
+    same = {
+        "spec": {
+            "conversion": {
+                "webhook": {"clientConfig": {"caBundle": webhook["clientConfig"]["caBundle"]}}
+            }
+        }
+    }
+    assert api(cluster, keeper, "PATCH", MXJOBS_CRD, same)[0] == 200
+    after = cluster.get("crd", "mxjobs.kubeflow.org")
+    assert after is not None and after["spec"] == crd["spec"]
+
+
 def allowed(cluster: Node, bearer: str, verb: str, group: str, resource: str) -> bool:
     """The authorizer's answer for the token's owner (SelfSubjectAccessReview)."""
     review = {
