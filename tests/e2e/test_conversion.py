@@ -314,15 +314,17 @@ def test_the_keepers_account_may_change_the_ca_bundle_and_nothing_else(
         patch = {"spec": {"conversion": {"webhook": {"clientConfig": {"caBundle": bundle}}}}}
         return as_keeper(cluster, patch).returncode == 0
 
-    # The policy takes a moment to reach the admission plugin after it is created.
-    wait_for(
-        "the policy to refuse a label",
-        lambda: (
-            as_keeper(cluster, {"metadata": {"labels": {"mxjob.test/owned": "yes"}}}).returncode
-            != 0
-        ),
-        30,
-    )
+    # The policy takes a moment to reach the admission plugin after it is created: until then
+    # a label goes through (a new value each time: a patch that changes nothing passes any
+    # policy that compares the object with the old one).
+    probes = iter(range(1000))
+
+    def refuses_a_label() -> bool:
+        label = {"metadata": {"labels": {"mxjob.test/owned": str(next(probes))}}}
+        return as_keeper(cluster, label).returncode != 0
+
+    wait_for("the policy to refuse a label", refuses_a_label, 30)
+    cluster.kubectl("label", "crd", CRD, "mxjob.test/owned-")
     repoint = {"spec": {"conversion": {"webhook": {"clientConfig": {"url": "https://evil/x"}}}}}
     versions = copy.deepcopy(before["spec"]["versions"])
     versions[0]["storage"], versions[1]["storage"] = False, True
