@@ -41,6 +41,8 @@ SEND_TIMEOUT = 10.0
 MAX_PENDING = 256
 #: Bytes read per receive.
 CHUNK = 256 * 1024
+#: Bytes of body handed to gunicorn's readers at a time (as its socket reader receives them).
+PIECE = 1024 * 1024
 #: What ends an HTTP/1.1 head.
 END_OF_HEAD = b"\r\n\r\n"
 
@@ -57,7 +59,8 @@ class _Pending:
     tls: bool
     handshaken: bool = False
     data: bytearray = field(default_factory=bytearray)
-    #: The length of head and body, once the head has been read.
+    #: The length of the head, and of head and body, once the head has been read.
+    head: int = 0
     whole: int | None = None
 
 
@@ -163,7 +166,8 @@ class BufferingWorker(SyncWorker):  # type: ignore[misc]  # gunicorn has no type
             if name.strip() == b"content-length" and value.strip().isdigit():
                 length = int(value.strip())
         # A body over the limit is not waited for: the app refuses it by its declared length.
-        pending.whole = end + len(END_OF_HEAD) + (0 if length > self._body_limit else length)
+        pending.head = end + len(END_OF_HEAD)
+        pending.whole = pending.head + (0 if length > self._body_limit else length)
         return True
 
     def _answer(self, pending: _Pending) -> None:
@@ -171,11 +175,19 @@ class BufferingWorker(SyncWorker):  # type: ignore[misc]  # gunicorn has no type
         time it takes is given back to every connection still being read."""
         started = time.monotonic()
         self._forget(pending)
-        conn, request = pending.conn, bytes(pending.data[: pending.whole])
-        req = None
+        # The head alone, then the body in pieces of a socket's read: gunicorn parses the head
+        # from the first, and its readers keep what they hold to one piece (given the body at
+        # once, they copy all of it for every MiB the app reads).
+        # The buffer is let go as soon as the app has read the body (before it decodes it).
+        whole, pending.data = memoryview(pending.data)[: pending.whole], bytearray()
+        request = (
+            bytes(whole[start : start + (PIECE if start else pending.head)])
+            for start in (0, *range(pending.head, pending.whole or 0, PIECE))
+        )
+        conn, req = pending.conn, None
         try:
             conn.settimeout(SEND_TIMEOUT)  # blocking, within a time
-            req = next(http.get_parser(self.cfg, [request], pending.addr))
+            req = next(http.get_parser(self.cfg, request, pending.addr))
             self.handle_request(pending.listener, req, conn, pending.addr)
         except (http.errors.NoMoreData, StopIteration):
             pass

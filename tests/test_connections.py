@@ -17,11 +17,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 import yaml
 
 from certs.authority import CA_CERT, TLS_CERT, TLS_KEY, plan
 from tests import golden
+from tests.builders import mxjob, replica, request
 from testsupport.server import Server, rss_kib, serve
 
 CONVERSIONS = Path(__file__).parent / "conversion_fixtures"
@@ -251,3 +253,14 @@ def list_review(size: int) -> bytes:
     while len(encoded := json.dumps(sent).encode()) > size:
         sent["request"]["objects"].pop()
     return encoded
+
+
+def test_a_large_sync_is_read_and_answered_within_the_workers_time() -> None:
+    """A 64 MB sync through the worker's buffer: answered, its pieces handed to gunicorn's
+    readers a MiB at a time (handed at once, they copied the whole body for every MiB read, and
+    the worker was killed at 9 s)."""
+    job = mxjob(replicas={"Worker": replica(1, command=["x" * 64_000_000])})
+    body = orjson.dumps(request(job))
+    with serve(workers=1, env={"MXJOB_MAX_BODY_BYTES": str(128 * 2**20)}) as server:
+        status, _, _ = server.call("POST", "/sync", body, timeout=60)
+    assert status == 200
