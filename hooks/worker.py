@@ -16,8 +16,9 @@ hook's work is CPU-bound, so answering more at once would only share one core.
 
 Honest callers lose nothing: Metacontroller and the API server send their request as soon as they
 connect, and it is read as fast as it comes. Connections waiting for their data cost a socket and
-what they sent: at most `MAX_PENDING` of them, and as many bytes as two bodies at the limit, per
-worker; past either the connection that overflows is closed.
+what they sent: at most `MAX_PENDING` of them per worker (a new one closes the one nearest its
+deadline), and as many bytes as two bodies at the limit (past it the connection that overflows
+is closed).
 """
 
 import contextlib
@@ -101,14 +102,17 @@ class BufferingWorker(SyncWorker):  # type: ignore[misc]  # gunicorn has no type
             self._drop(pending)
 
     def _accept(self, listener: socket.socket) -> None:
-        """Every connection waiting on the listener, each read at once if it has sent already."""
-        while len(self._pending) < MAX_PENDING:
+        """Every connection waiting on the listener, each read at once if it has sent already;
+        with MAX_PENDING waiting already, the one closest to its deadline makes room."""
+        while True:
             try:
                 conn, addr = listener.accept()
             except OSError as exc:
                 if exc.errno in (errno.EAGAIN, errno.ECONNABORTED, errno.EWOULDBLOCK):
                     return
                 raise
+            if len(self._pending) >= MAX_PENDING:
+                self._drop(min(self._pending.values(), key=lambda p: p.deadline))
             conn.setblocking(False)  # noqa: FBT003
             util.close_on_exec(conn)
             if self.cfg.is_ssl:

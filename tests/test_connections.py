@@ -22,6 +22,7 @@ import pytest
 import yaml
 
 from certs.authority import CA_CERT, TLS_CERT, TLS_KEY, plan
+from hooks.worker import MAX_PENDING
 from tests import golden
 from tests.builders import mxjob, replica, request
 from testsupport.server import Server, rss_kib, serve
@@ -101,6 +102,16 @@ def test_idle_connections_hold_no_worker(plain: Server) -> None:
         assert seed(plain) < DEADLINE
         waited = [closed_after(conn) for conn in held]
     assert max(waited) < DEADLINE + 1.5
+
+
+def test_more_idle_connections_than_a_worker_waits_on_hold_no_worker() -> None:
+    """Past MAX_PENDING waiting connections a new one closes the oldest: the honest request is
+    not left in the listen queue until they expire (5 s here)."""
+    with serve(workers=1, env={"MXJOB_READ_TIMEOUT_SECONDS": "5"}) as server:
+        held = idle(server, MAX_PENDING + 40)
+        with held:
+            time.sleep(0.3)
+            assert seed(server) < 2
 
 
 def test_a_slow_head_is_closed_at_the_deadline(plain: Server) -> None:
