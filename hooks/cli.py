@@ -26,10 +26,12 @@ from typing import Any, TextIO
 import yaml
 
 from hooks.adopt import adopt, kubectl_runner
+from hooks.core import budget
 from hooks.core.api import KIND
 from hooks.core.conversion import convert
 from hooks.core.fields import dig
 from hooks.core.gang import Gang
+from hooks.core.job import Job
 from hooks.core.request import parse_request
 from hooks.core.spec import Problem, load
 from hooks.core.sync import sync
@@ -117,13 +119,17 @@ def _name(job: dict[str, Any]) -> str | None:
 
 
 def _problems(job: dict[str, Any]) -> list[Problem]:
-    """Every problem the hook finds in a v1 job: reading its spec, then the whole-job rules."""
+    """Every problem the hook finds in a v1 job: reading its spec, then the whole-job rules,
+    then its answer against the default budget (a hook may be given another)."""
     name = _name(job)
     spec, problems = load(job.get("spec"))
     if name is None:
         return [Problem("metadata.name", "is required"), *problems]
     if spec is not None:
         problems = validate(name, spec)
+    if spec is not None and not problems:
+        read = Job(name, "default", spec, gang=None, created=None, spec_changed=None)
+        problems = budget.problems(read, budget.DEFAULT)
     return problems
 
 

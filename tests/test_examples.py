@@ -17,6 +17,7 @@ from typing import Any
 import kubernetes_validate
 import pytest
 
+from hooks.core.schema import apply_defaults, schema_errors
 from tests.manifest_support import (
     BAD_EXAMPLES,
     CONTROLLER_OVERLAYS,
@@ -24,7 +25,6 @@ from tests.manifest_support import (
     KIND_OF_RESOURCE,
     SCHEMAS,
     admit_mxjob,
-    apply_defaults,
     child_groups,
     controller_of,
     expectations,
@@ -36,7 +36,6 @@ from tests.manifest_support import (
     name_of,
     new_parent,
     observed,
-    schema_errors,
 )
 
 GOOD = sorted(EXAMPLES.glob("*.yaml"))

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Required, TypedDict, cast
 
-from hooks.core import gang, resize, retention, runs, status
+from hooks.core import budget, gang, resize, retention, runs, status
 from hooks.core.api import CleanPodPolicy, Reason
 from hooks.core.children import Child, ConfigMap, PodGroup
 from hooks.core.configmaps import desired_config, desired_result, recorded_status
@@ -60,13 +60,16 @@ class SyncResponse:
         return body
 
 
-def sync(request: SyncRequest, now: datetime) -> SyncResponse:
+def sync(
+    request: SyncRequest, now: datetime, max_answer_bytes: int = budget.DEFAULT
+) -> SyncResponse:
     """Decide the desired state of one MXJob, by the first state it is in: managed by another
-    controller (left alone), invalid, finished, suspended, active."""
+    controller (left alone), invalid (its answer over `max_answer_bytes` too), finished,
+    suspended, active."""
     if request.managed_elsewhere:
         return SyncResponse(cast(JobStatus, request.previous.written), retention.keep_all(request))
     record = recorded_status(request.config_maps.get(result_name(request.name)))
-    job, problems = _read_job(request)
+    job, problems = _read_job(request, max_answer_bytes)
     if job is None:
         return _invalid(request, problems, record)
     if request.previous.terminal or record is not None:
@@ -76,8 +79,8 @@ def sync(request: SyncRequest, now: datetime) -> SyncResponse:
     return _active(job, request, now)
 
 
-def _read_job(request: SyncRequest) -> tuple[Job | None, list[Problem]]:
-    """The job of a valid spec, or None and the spec's problems."""
+def _read_job(request: SyncRequest, max_answer_bytes: int) -> tuple[Job | None, list[Problem]]:
+    """The job of a valid spec whose answer fits the budget, or None and the problems."""
     spec, problems = load(request.parent.get("spec"))
     if spec is not None:
         problems = validate(request.name, spec)
@@ -92,7 +95,8 @@ def _read_job(request: SyncRequest) -> tuple[Job | None, list[Problem]]:
         spec_changed=request.spec_changed,
         queue=request.queue,
     )
-    return job, []
+    too_large = budget.problems(job, max_answer_bytes)
+    return (None, too_large) if too_large else (job, [])
 
 
 def _invalid(
