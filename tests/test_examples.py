@@ -30,10 +30,10 @@ from tests.manifest_support import (
     expectations,
     hook_sync,
     kubernetes_version,
-    kustomize_command,
     load_one,
     mxjob_schema,
     name_of,
+    needs_kustomize,
     new_parent,
     observed,
 )
@@ -45,9 +45,6 @@ PODGROUP_CRDS = {
     "scheduling.volcano.sh/v1beta1": SCHEMAS / "volcano-podgroup.yaml",
     "scheduling.x-k8s.io/v1alpha1": SCHEMAS / "scheduler-plugins-podgroup.yaml",
 }
-needs_kustomize = pytest.mark.skipif(
-    kustomize_command() is None, reason="neither kustomize nor kubectl is installed"
-)
 
 
 def ids(paths: list[Path]) -> list[str]:

@@ -46,18 +46,16 @@ from tests.manifest_support import (
     installed,
     kubernetes_version,
     kustomization_dirs,
-    kustomize_command,
     load_one,
     mxjob_crd,
     mxjob_schema,
     mxjob_version,
     name_of,
+    needs_kustomize,
     walk_schema,
 )
 
-pytestmark = pytest.mark.skipif(
-    kustomize_command() is None, reason="neither kustomize nor kubectl is installed"
-)
+pytestmark = needs_kustomize
 
 KUSTOMIZATIONS = kustomization_dirs()
 CC_V4 = SCHEMAS / "metacontroller-v4-compositecontroller.yaml"

@@ -10,7 +10,6 @@ a precondition fails); its behaviour against a real API server is the end-to-end
 import json
 import logging
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -31,6 +30,8 @@ from kubernetes.client.exceptions import ApiException
 
 from component import kube
 from hooks.logs import JsonFormatter
+from tests.manifest_support import kustomize_command
+from tests.required import unavailable
 from ttl import __main__ as cli
 from ttl import controller
 from ttl.controller import JobRef, run_once, sleep_seconds
@@ -864,13 +865,9 @@ def component_objects() -> list[dict[str, Any]]:
 
 def build_with_kustomize(tmp_path: Path) -> list[dict[str, Any]]:
     """Build an overlay that only adds the component, as a user's overlay would."""
-    kubectl, kustomize = shutil.which("kubectl"), shutil.which("kustomize")
-    if kustomize:
-        command = [kustomize, "build"]
-    elif kubectl:
-        command = [kubectl, "kustomize"]
-    else:
-        pytest.skip("neither kustomize nor kubectl is installed")
+    command = kustomize_command()
+    if command is None:
+        unavailable("neither kustomize nor kubectl is installed")
     overlay = tmp_path / "overlay"
     overlay.mkdir()
     (overlay / "kustomization.yaml").write_text(

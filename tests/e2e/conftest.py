@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 
 import pytest
 
+from tests.required import unavailable
 from testsupport.server import local_controller
 
 REPO = Path(__file__).resolve().parents[2]
@@ -47,9 +48,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory, hook_port: int) -> Iterator[
 
     reason = unavailable_reason()
     if reason:
-        if os.environ.get("E2E") == "required":
-            pytest.fail(f"end-to-end tier required but unavailable: {reason}")
-        pytest.skip(f"end-to-end tier skipped: {reason}")
+        unavailable(f"end-to-end tier: {reason}")
     run_dir = tmp_path_factory.mktemp("stack")
     started = cluster.Stack(run_dir=run_dir, log=lambda line: print(line, flush=True)).start()
     try:
