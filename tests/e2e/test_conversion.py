@@ -58,8 +58,8 @@ def keeper(cluster: Cluster) -> list[str]:
 
 
 def installed_crd(cluster: Cluster, url: str) -> dict[str, Any]:
-    """The CRD of the standard install, its webhook called at `url`."""
-    built = cluster.kubectl("kustomize", str(REPO / "manifests" / "overlays" / "standard")).stdout
+    """The CRD as installed (manifests/crd, with its conversion Component), its webhook at `url`."""
+    built = cluster.kubectl("kustomize", str(REPO / "manifests" / "crd")).stdout
     (crd,) = [d for d in yaml.safe_load_all(built) if d and d["kind"] == "CustomResourceDefinition"]
     crd["spec"]["conversion"]["webhook"]["clientConfig"] = {"url": url}
     return dict(crd)
