@@ -26,6 +26,8 @@ COPY component/ component/
 COPY ttl/ ttl/
 COPY certs/ certs/
 COPY events/ events/
+# The conversion webhook checks what a stash brings in against the CRD's v1 schema.
+COPY manifests/crd/mxjobs.kubeflow.org.yaml manifests/crd/mxjobs.kubeflow.org.yaml
 # Bytecode is compiled now: at run time the root filesystem is read-only.
 RUN python -m compileall -q /opt/venv/lib hooks component ttl certs events
 ENV PATH=/opt/venv/bin:$PATH \

@@ -57,10 +57,12 @@ LOCK_ARGS ?=
 
 ## lock: pin every dependency with hashes from requirements*.in into requirements*.txt
 ## (kept pins stay; LOCK_ARGS=--upgrade-package=NAME moves one, LOCK_ARGS=--upgrade all)
+## requirements-sdk.txt stands alone: Kubeflow's SDK test needs the kubernetes client of its time.
 lock: $(STAMP)
 	$(BIN)/uv pip compile $(LOCK_FLAGS) $(LOCK_ARGS) requirements.in -o requirements.txt
 	$(BIN)/uv pip compile $(LOCK_FLAGS) $(LOCK_ARGS) requirements-dev.in -c requirements.txt \
 		-o requirements-dev.txt
+	$(BIN)/uv pip compile $(LOCK_FLAGS) $(LOCK_ARGS) requirements-sdk.in -o requirements-sdk.txt
 
 # The version lives in pyproject.toml; the manifests name the same tag (a test checks it).
 VERSION := $(shell sed -n 's/^version = "\(.*\)"$$/\1/p' pyproject.toml)

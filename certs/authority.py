@@ -4,8 +4,10 @@ holds (docs/api.md#the-conversion-webhooks-certificate).
 A CA of our own signs the serving certificate, so renewing the serving certificate (yearly)
 leaves the CRD's `caBundle` alone; only a CA renewal (after nine of its ten years) changes the
 bundle, and then the old CA stays in it until it expires, so the API server trusts the pods that
-still serve the old certificate while the kubelet refreshes their volume. ECDSA P-256: small, fast
-to make, and read by the API server and Python's ssl alike. Pure: `now` is a parameter.
+still serve the old certificate while the kubelet refreshes their volume. A certificate not
+valid yet at `now` (made by a clock ahead, or before the clock jumped back) is made again, like a
+broken one. ECDSA P-256: small, fast to make, and read by the API server and Python's ssl alike.
+Pure: `now` is a parameter.
 """
 
 import datetime
@@ -43,14 +45,19 @@ def plan(
     if ca is None:
         return Plan(_issue(_new_ca(now), (), dns_names, now), "no readable CA yet: a new one")
     (ca_cert, ca_key), bundle = ca
-    if ca_cert.not_valid_after_utc - now <= CA_RENEW_BEFORE:
-        kept = [c for c in bundle if c.not_valid_after_utc > now]
-        return Plan(_issue(_new_ca(now), kept, dns_names, now), "the CA is due: a new one")
+    kept = [c for c in bundle if _valid(c, now)]
+    if ca_cert.not_valid_before_utc > now or ca_cert.not_valid_after_utc - now <= CA_RENEW_BEFORE:
+        why = "not valid yet" if ca_cert.not_valid_before_utc > now else "due"
+        return Plan(_issue(_new_ca(now), kept, dns_names, now), f"the CA is {why}: a new one")
     problem = _serving_problem(data or {}, ca_cert, dns_names, now)
     if problem:
-        kept = [c for c in bundle[1:] if c.not_valid_after_utc > now]
-        return Plan(_issue((ca_cert, ca_key), kept, dns_names, now), problem)
+        return Plan(_issue((ca_cert, ca_key), kept[1:], dns_names, now), problem)
     return Plan(None, "valid")
+
+
+def _valid(cert: x509.Certificate, now: datetime.datetime) -> bool:
+    """Whether `now` is within the certificate's validity: after notBefore, before notAfter."""
+    return cert.not_valid_before_utc <= now < cert.not_valid_after_utc
 
 
 def _read_ca(
@@ -88,6 +95,8 @@ def _serving_problem(
     names = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
     if sorted(names.get_values_for_type(x509.DNSName)) != sorted(dns_names):
         return f"the serving certificate is not for {', '.join(dns_names)}: a new one"
+    if cert.not_valid_before_utc > now:
+        return "the serving certificate is not valid yet: a new one"
     if cert.not_valid_after_utc - now <= SERVING_RENEW_BEFORE:
         return "the serving certificate is due: a new one"
     return None

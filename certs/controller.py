@@ -4,9 +4,13 @@
 Polling, like the TTL loop: two GETs a pass, and a write only when something is due or drifted
 (a CRD re-applied from a file without `caBundle` keeps ours under both client- and server-side
 apply, but a `kubectl replace` would drop it). A Secret is written with its resourceVersion, so
-two keepers racing cannot both win; the loser sees the winner's Secret on its next pass.
-The keeper never adds a conversion webhook to a CRD that has none: the install says whether the
-old versions are served.
+two keepers racing cannot both win; the loser sees the winner's Secret on its next pass. The CRD
+is read before the Secret and patched only if it is still the one read (a JSON patch `test` of
+its resourceVersion): a keeper whose Secret is stale finds the CRD patched by the one that
+rotated it since, and its patch is refused instead of undoing the rotation. The keeper never adds
+a conversion webhook to a CRD that has none: the install says whether the old versions are
+served; and a ValidatingAdmissionPolicy lets its account change nothing of the CRD but
+`caBundle` (manifests/components/conversion/certs.yaml).
 """
 
 import base64
@@ -15,6 +19,7 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
@@ -40,8 +45,10 @@ class Target:
 
 def run_once(api: client.ApiClient, target: Target, now: datetime) -> list[str]:
     """Bring the Secret and the CRD up to date; what was written, in words."""
-    core = client.CoreV1Api(api)
+    core, ext = client.CoreV1Api(api), client.ApiextensionsV1Api(api)
     done = []
+    # First the CRD: a bundle another keeper writes from here on changes its resourceVersion.
+    crd = ext.read_custom_resource_definition(target.crd, _request_timeout=REQUEST_TIMEOUT_SECONDS)
     secret = _read_secret(core, target)
     data = {k: base64.b64decode(v) for k, v in ((secret.data if secret else None) or {}).items()}
     decided = plan(data or None, target.dns_names, now)
@@ -49,7 +56,7 @@ def run_once(api: client.ApiClient, target: Target, now: datetime) -> list[str]:
         _write_secret(core, target, secret, decided.data)
         data = decided.data
         done.append(f"secret {target.namespace}/{target.secret}: {decided.reason}")
-    if _patch_bundle(client.ApiextensionsV1Api(api), target.crd, data[CA_CERT]):
+    if patch_bundle(ext, target.crd, crd, data[CA_CERT]):
         done.append(f"crd {target.crd}: caBundle set")
     return done
 
@@ -105,21 +112,27 @@ def _write_secret(
         )
 
 
-def _patch_bundle(ext: client.ApiextensionsV1Api, crd: str, pem: bytes) -> bool:
-    """Set the CRD's conversion webhook `caBundle` to `pem` unless it is already; False also
-    when the CRD converts without a webhook."""
-    current = ext.read_custom_resource_definition(crd, _request_timeout=REQUEST_TIMEOUT_SECONDS)
-    conversion = current.spec.conversion
+def patch_bundle(
+    ext: client.ApiextensionsV1Api, name: str, crd: client.V1CustomResourceDefinition, pem: bytes
+) -> bool:
+    """Set the conversion webhook `caBundle` of the CRD as read to `pem` unless it is already,
+    if the CRD is still as read (a 422 otherwise); False also when it converts without a
+    webhook."""
+    conversion = crd.spec.conversion
     if conversion is None or conversion.webhook is None:
         LOG.warning(
             "the CRD has no conversion webhook: nothing to trust",
-            extra={"fields": {"action": "skip", "crd": crd}},
+            extra={"fields": {"action": "skip", "crd": name}},
         )
         return False
     wanted = base64.b64encode(pem).decode()
     client_config = conversion.webhook.client_config
     if client_config is not None and client_config.ca_bundle == wanted:
         return False
-    patch = [{"op": "add", "path": _BUNDLE_PATH, "value": wanted}]
-    ext.patch_custom_resource_definition(crd, patch, _request_timeout=REQUEST_TIMEOUT_SECONDS)
+    version = crd.metadata.resource_version if crd.metadata else None
+    patch: list[dict[str, Any]] = [
+        {"op": "test", "path": "/metadata/resourceVersion", "value": version},
+        {"op": "add", "path": _BUNDLE_PATH, "value": wanted},
+    ]
+    ext.patch_custom_resource_definition(name, patch, _request_timeout=REQUEST_TIMEOUT_SECONDS)
     return True

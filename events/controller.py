@@ -7,7 +7,9 @@ so the API server first sends every job as it is (the list), then every change; 
 `WATCH_SECONDS` and starts again. An Event's name says which transition it tells, so a create the
 API server refuses as a duplicate (409) means it was told already (before a restart, or by
 another replica) and is only remembered. Events are `core/v1` with `involvedObject` the MXJob
-and `source.component: mxjob`, which is what `kubectl describe mxjob` lists.
+and `source.component: mxjob`, which is what `kubectl describe mxjob` lists. A job whose Events
+cannot be told (an Event the API server refuses, a status nothing can read) is logged and skipped,
+so it never stops the watch for the jobs after it.
 """
 
 import logging
@@ -32,7 +34,18 @@ Told = dict[str, datetime]
 
 
 def tell(core: client.CoreV1Api, job: object, told: Told, now: datetime) -> int:
-    """Create the job's Events not yet in `told`; how many were created."""
+    """Create the job's Events not yet in `told`; how many were created. A job whose Events
+    cannot be told (whatever fails) is logged and skipped: it stops no other job's."""
+    try:
+        return _tell(core, job, told, now)
+    except Exception:
+        fields = {"action": "error", "namespace": dig(job, "metadata", "namespace"),
+                  "name": dig(job, "metadata", "name")}  # fmt: skip
+        LOG.exception("could not tell this job's Events; going on", extra={"fields": fields})
+        return 0
+
+
+def _tell(core: client.CoreV1Api, job: object, told: Told, now: datetime) -> int:
     namespace, uid = dig(job, "metadata", "namespace"), dig(job, "metadata", "uid")
     created = 0
     for event in story(job, now):

@@ -13,14 +13,17 @@ import logging
 import os
 from collections.abc import Callable
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
+import yaml
 from flask import Flask, Response, current_app, request
 from flask.logging import default_handler
 from werkzeug.exceptions import HTTPException, InternalServerError
 
 from hooks import body, etag, logs, metrics, wire
 from hooks.call import LISTED, Call
+from hooks.core import budget
 from hooks.core.conversion import answer
 from hooks.core.sync import sync
 
@@ -34,28 +37,68 @@ CONVERT = "convert"
 UNKNOWN = {HOOK: logs.job_reference(None), CONVERT: {"uid": None}}
 #: The answer of each probe, by path.
 PROBES = {"/healthz": {"status": "ok"}, "/readyz": {"status": "ready"}}
+#: Which hooks a process serves: `sync` (the hook's pods, with /metrics), `convert` (the
+#: conversion webhook's pods), both when unset (`make run`); probes always.
+SERVE = "MXJOB_SERVE"
+#: The CRD whose v1 spec schema the webhook checks a stash against (copied into the image).
+CRD_FILE = Path(__file__).resolve().parents[1] / "manifests" / "crd" / "mxjobs.kubeflow.org.yaml"
 _LOG = logging.getLogger(logs.LOGGER_NAME)
 
 
 def create_app(config: dict[str, Any] | None = None) -> Flask:
-    """Application factory; `config` may set MAX_CONTENT_LENGTH and CLOCK (for tests)."""
+    """Application factory; `config` may set MAX_CONTENT_LENGTH, MAX_ANSWER_BYTES, CLOCK and
+    SERVE (for tests)."""
     app = Flask(__name__)
     app.config["MAX_CONTENT_LENGTH"] = int(
         os.environ.get("MXJOB_MAX_BODY_BYTES", DEFAULT_MAX_BODY_BYTES)
     )
+    app.config["MAX_ANSWER_BYTES"] = answer_budget(app.config["MAX_CONTENT_LENGTH"])
     app.config["CLOCK"] = lambda: datetime.now(UTC)
     app.config.update(config or {})
     # Flask's own lines (an exception outside the hooks) go out as JSON too.
     app.logger.removeHandler(default_handler)
     app.logger.handlers[:] = logs.configure().handlers
     app.logger.propagate = False
-    app.add_url_rule(f"/{HOOK}", HOOK, _door(HOOK, _sync), methods=["POST"])
-    app.add_url_rule(f"/{CONVERT}", CONVERT, _door(CONVERT, _convert), methods=["POST"])
+    serves = app.config.get("SERVE") or served(os.environ.get(SERVE))
+    if HOOK in serves:
+        app.add_url_rule(f"/{HOOK}", HOOK, _door(HOOK, _sync), methods=["POST"])
+        app.add_url_rule("/metrics", "metrics", _metrics)
+    if CONVERT in serves:
+        app.config["V1_SPEC"] = v1_spec_schema()
+        app.add_url_rule(f"/{CONVERT}", CONVERT, _door(CONVERT, _convert), methods=["POST"])
     for path in PROBES:
         app.add_url_rule(path, "probe", _probe)
-    app.add_url_rule("/metrics", "metrics", _metrics)
     app.register_error_handler(HTTPException, _unrouted)
     return app
+
+
+def served(setting: str | None) -> frozenset[str]:
+    """The hooks `MXJOB_SERVE` names: `sync`, `convert`, or both when unset or empty."""
+    if not setting:
+        return frozenset({HOOK, CONVERT})
+    if setting not in (HOOK, CONVERT):
+        raise ValueError(f"{SERVE} must be {HOOK!r} or {CONVERT!r}, got {setting!r}")
+    return frozenset({setting})
+
+
+def v1_spec_schema() -> dict[str, Any]:
+    """The openAPIV3Schema of the CRD's v1 `spec`, read from CRD_FILE."""
+    crd = yaml.safe_load(CRD_FILE.read_text())
+    (v1,) = [v for v in crd["spec"]["versions"] if v["name"] == "v1"]
+    spec: dict[str, Any] = v1["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    return spec
+
+
+def answer_budget(body_limit: int) -> int:
+    """The largest answer to one job (hooks/core/budget.py): `MXJOB_MAX_ANSWER_BYTES`, else
+    from the body limit and the memory limit of the container (`MXJOB_MEMORY_LIMIT_BYTES`, set
+    from `limits.memory`) shared by its `WEB_CONCURRENCY` workers; at most budget.CEILING."""
+    given = os.environ.get("MXJOB_MAX_ANSWER_BYTES")
+    if given:
+        return min(int(given), budget.CEILING)
+    memory = os.environ.get("MXJOB_MEMORY_LIMIT_BYTES")
+    workers = int(os.environ.get("WEB_CONCURRENCY") or os.cpu_count() or 1)
+    return budget.budget(body_limit, int(memory) if memory else None, workers)
 
 
 def _door(hook: str, handle: Callable[[Call, bytes], Response]) -> Callable[[], Response]:
@@ -91,7 +134,7 @@ def _sync(call: Call, data: bytes) -> Response:
         return Response(status=304, headers={"ETag": tag})
     parsed = body.sync_request(data)
     call.about_job(parsed)
-    decided = sync(parsed, current_app.config["CLOCK"]())
+    decided = sync(parsed, current_app.config["CLOCK"](), current_app.config["MAX_ANSWER_BYTES"])
     encoded = wire.encode(decided.to_json())
     call.answered(
         metrics.outcome(decided.status, invalid=bool(decided.invalid)),
@@ -110,7 +153,7 @@ def _convert(call: Call, data: bytes) -> Response:
     logged at warning with its reason (the API server refuses the request that needed it)."""
     review = body.review(data)
     call.about_review(review)
-    converted = answer(review)
+    converted = answer(review, current_app.config["V1_SPEC"])
     encoded = wire.encode(converted)
     result = converted["response"]["result"]
     reason = result.get("message")

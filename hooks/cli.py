@@ -1,15 +1,17 @@
 """The `mxjob` command: what the API server and the hook would make of MXJob files, offline
-(docs/cli.md), and the one step of a migration that needs the cluster (docs/migration.md).
+(docs/cli.md), the one step of a migration that needs the cluster (docs/migration.md), and the
+user's loop over a cluster: submit, get, describe, wait, logs, delete (hooks/jobs).
 
     mxjob convert [FILE]                 every MXJob as kubeflow.org/v1, as the API server stores it
     mxjob validate [FILE]                every problem the hook would find, each with its field path
     mxjob render [--gang GANG] [FILE]    the children the hook asks for when the job is created
     mxjob adopt [-n NS | -A] [--dry-run] label training-operator's children for Metacontroller
+    mxjob get|describe|wait|logs|submit|delete ...   over the kubeconfig (hooks/jobs/options.py)
 
 FILE holds one or more YAML documents; `-` or none reads standard input. Exit status: 0 done,
-1 a job that cannot be converted or is invalid, 2 a usage error or input that is no MXJob YAML.
-Every answer comes from the hook's pure core (hooks/core), the same code that serves
-`POST /convert` and `POST /sync`.
+1 a job that cannot be converted or is invalid, 2 a usage error or input that is no MXJob YAML
+(`wait` has its own: docs/cli.md#wait). Every offline answer comes from the hook's pure core
+(hooks/core), the same code that serves `POST /convert` and `POST /sync`.
 """
 
 import argparse
@@ -24,15 +26,18 @@ from typing import Any, TextIO
 import yaml
 
 from hooks.adopt import adopt, kubectl_runner
+from hooks.core import budget
 from hooks.core.api import KIND
 from hooks.core.conversion import convert
 from hooks.core.fields import dig
 from hooks.core.gang import Gang
+from hooks.core.job import Job
 from hooks.core.request import parse_request
 from hooks.core.spec import Problem, load
 from hooks.core.sync import sync
 from hooks.core.validation import validate
 from hooks.core.versions import V1, UnconvertibleError
+from hooks.jobs import options as cluster_options
 
 OK, PROBLEMS, USAGE = 0, 1, 2
 GANGS = {"volcano": Gang.VOLCANO, "scheduler-plugins": Gang.SCHEDULER_PLUGINS}
@@ -114,13 +119,17 @@ def _name(job: dict[str, Any]) -> str | None:
 
 
 def _problems(job: dict[str, Any]) -> list[Problem]:
-    """Every problem the hook finds in a v1 job: reading its spec, then the whole-job rules."""
+    """Every problem the hook finds in a v1 job: reading its spec, then the whole-job rules,
+    then its answer against the default budget (a hook may be given another)."""
     name = _name(job)
     spec, problems = load(job.get("spec"))
     if name is None:
         return [Problem("metadata.name", "is required"), *problems]
     if spec is not None:
         problems = validate(name, spec)
+    if spec is not None and not problems:
+        read = Job(name, "default", spec, gang=None, created=None, spec_changed=None)
+        problems = budget.problems(read, budget.DEFAULT)
     return problems
 
 
@@ -159,10 +168,10 @@ def run_validate(documents: list[Document], out: TextIO) -> int:
     return status
 
 
-def run_render(documents: list[Document], out: TextIO, err: TextIO, gang: Gang | None) -> int:
-    """The children the hook asks for at each job's first sync (under Volcano: once the gang
-    is admitted, when it creates the pods), as YAML; an invalid job gets its problems."""
-    children, status = [], OK
+def checked(documents: list[Document], err: TextIO) -> list[dict[str, Any]] | None:
+    """Every job at v1, or None when one cannot be converted or is invalid; each problem is
+    told on `err`, naming its document."""
+    jobs, status = [], OK
     for document in documents:
         try:
             job = _as_v1(document)
@@ -175,11 +184,23 @@ def run_render(documents: list[Document], out: TextIO, err: TextIO, gang: Gang |
             print(f"{document.title}: {problem}", file=err)
         if problems:
             status = PROBLEMS
-        else:
-            children.extend(_first_children(job, gang))
-    if status == OK:
-        _dump(children, out)
-    return status
+        jobs.append(job)
+    return jobs if status == OK else None
+
+
+def submittable(source: str, err: TextIO) -> list[dict[str, Any]] | None:
+    """`mxjob submit`'s reader: the file's jobs at v1, checked as `render` checks them."""
+    return checked(read(source), err)
+
+
+def run_render(documents: list[Document], out: TextIO, err: TextIO, gang: Gang | None) -> int:
+    """The children the hook asks for at each job's first sync (under Volcano: once the gang
+    is admitted, when it creates the pods), as YAML; an invalid job gets its problems."""
+    jobs = checked(documents, err)
+    if jobs is None:
+        return PROBLEMS
+    _dump([child for job in jobs for child in _first_children(job, gang)], out)
+    return OK
 
 
 def _first_children(job: dict[str, Any], gang: Gang | None) -> list[dict[str, Any]]:
@@ -205,9 +226,11 @@ def parser() -> argparse.ArgumentParser:
     """The command line: a command, its FILE, and --gang for render."""
     top = argparse.ArgumentParser(
         prog="mxjob",
-        description="What the API server and the mxjob hook make of MXJob files, offline.",
-        epilog="Exit status: 0 done, 1 a job that cannot be converted or is invalid, "
-        "2 a usage error or input that is no MXJob YAML.",
+        description="What the API server and the mxjob hook make of MXJob files, offline; "
+        "and MXJobs in a cluster: submit, get, describe, wait, logs, delete.",
+        epilog="Exit status: 0 done, 1 a job that cannot be converted or is invalid (or a "
+        "cluster command that failed), 2 a usage error or input that is no MXJob YAML; wait: "
+        "0 reached, 1 ended otherwise, 2 cannot read the job, 3 timed out (docs/cli.md).",
     )
     commands = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
     helps = {
@@ -231,6 +254,7 @@ def parser() -> argparse.ArgumentParser:
                 help="the install variant's gang scheduler: add its PodGroup",
             )
     _adopt_parser(commands)
+    cluster_options.add_parsers(commands)
     return top
 
 
@@ -270,6 +294,15 @@ def main(argv: list[str] | None = None) -> int:
     arguments = parser().parse_args(argv)
     if arguments.command == "adopt":
         return run_adopt(arguments, sys.stdout, sys.stderr)
+    if arguments.command in cluster_options.COMMANDS:
+        # Imported to run one: the Kubernetes client takes a second the offline ones never pay.
+        from hooks.jobs import commands  # noqa: PLC0415
+
+        try:
+            return commands.run(arguments, submittable)
+        except InputError as exc:
+            print(f"mxjob: {exc}", file=sys.stderr)
+            return USAGE
     try:
         documents = read(arguments.file)
     except InputError as exc:

@@ -1,11 +1,13 @@
 """gunicorn settings for a CPU-bound JSON hook (read by `gunicorn --config`).
 
 Sync workers, one per CPU by default: each request is pure computation, so threads would only
-contend for the GIL. Sync workers close every connection after its response (gunicorn's
-`keepalive` setting does not apply to them), so each Metacontroller call opens a new
-connection: a TCP handshake, small next to the JSON of a sync. The worker timeout stays below
-Metacontroller's hook timeout (10 s default) so a stuck worker is replaced before Metacontroller
-gives up and retries.
+contend for the GIL. They are `hooks.worker.BufferingWorker`s: a request gets the worker only
+once it has been read whole, within MXJOB_READ_TIMEOUT_SECONDS (5 s) of its accept, so idle and
+slow connections hold no worker. Every connection is closed after its response (gunicorn's
+`keepalive` setting does not apply), so each Metacontroller call opens a new connection: a TCP
+handshake, small next to the JSON of a sync. The worker timeout stays below Metacontroller's
+hook timeout (10 s default) so a stuck worker is replaced before Metacontroller gives up and
+retries.
 
 Metrics: every worker writes its values to files under `PROMETHEUS_MULTIPROC_DIR` and
 `GET /metrics` sums them (hooks/metrics.py). When the variable is not set, a private directory
@@ -17,7 +19,7 @@ forked, which is why `preload_app` stays off. The directory of a master that was
 
 TLS: with `MXJOB_TLS_DIR` set, every listener serves HTTPS with `tls.crt` and `tls.key` from
 that directory (the conversion webhook's pods: the API server calls webhooks over HTTPS only).
-Sync workers load the files for each connection, so a renewed certificate in a mounted Secret
+The workers load the files for each connection, so a renewed certificate in a mounted Secret
 is served without a restart.
 
 Logs: gunicorn's own lines use the hook's JSON formatter, one object per line on stderr.
@@ -34,7 +36,7 @@ from typing import Any
 
 bind = f"{os.environ.get('HOST', '0.0.0.0')}:{os.environ.get('PORT', '8080')}"
 workers = int(os.environ.get("WEB_CONCURRENCY", multiprocessing.cpu_count()))
-worker_class = "sync"
+worker_class = "hooks.worker.BufferingWorker"
 timeout = int(os.environ.get("GUNICORN_TIMEOUT", "9"))
 graceful_timeout = 5
 # The heartbeat file lives on tmpfs so a read-only root filesystem is fine and I/O never stalls.

@@ -26,8 +26,10 @@ from tests.builders import (
     oom_killed,
     pods_by_name,
     replica,
+    restarted_in_place,
     run,
     running,
+    saying,
     terminated,
     terminating,
     unschedulable,
@@ -245,11 +247,16 @@ def onfailure_worker_replaced_by_the_hook() -> Json:
 @case
 def exitcode_replacement_running() -> Json:
     """The replacement of the killed Worker runs: Running again, restarts 1, failed pod kept."""
-    body = exitcode_worker_killed_137()
+    return _replacement_running(exitcode_worker_killed_137(), "mnist-worker-1-r1")
+
+
+def _replacement_running(body: Json, replacement: str) -> Json:
+    """The next sync of `body`: the replacement it asked for created and running, the status
+    it answered written."""
     response = run(body)
     children = [c for group in body["children"].values() for c in group.values()]
-    replacement = pods_by_name(cluster_after(response, minutes=21))["mnist-worker-1-r1"]
-    children.append(running(replacement, minutes=22))
+    created = pods_by_name(cluster_after(response, minutes=21))[replacement]
+    children.append(running(created, minutes=22))
     parent = copy.deepcopy(body["parent"])
     parent["status"] = response.status
     return request(parent, children)
@@ -510,13 +517,17 @@ def lowercase_replica_keys() -> Json:
 # --- docs/run-policy.md: run policy ---------------------------------------------------------------
 
 
-def _finished_job(run_policy: Json, exit_code: int) -> tuple[Json, list[Json]]:
-    """A 1 Scheduler / 1 Server / 2 Worker job whose Workers ended with `exit_code`, and
-    whose parent status already shows the decision (cleanup may proceed)."""
+def _finished_job(
+    run_policy: Json, exit_code: int, message: str | None = None
+) -> tuple[Json, list[Json]]:
+    """A 1 Scheduler / 1 Server / 2 Worker job whose Workers ended with `exit_code` (leaving
+    `message`), and whose parent status already shows the decision (cleanup may proceed)."""
     replicas = {"Scheduler": replica(1), "Server": replica(1), "Worker": replica(2)}
     job = mxjob(replicas=replicas, run_policy=run_policy)
     children = all_pods(first_cluster(job), running)
     end = lambda pod: terminated(pod, exit_code, minutes=30)  # noqa: E731
+    if message is not None:
+        end = _said(exit_code, message, minutes=30)
     children = with_states(children, mnist_scheduler_0=end, mnist_worker_0=end, mnist_worker_1=end)
     decided = run(request(mxjob(replicas=replicas, run_policy=run_policy), children))
     children += [c for c in cluster_after(decided) if c["metadata"]["name"].endswith("-result")]
@@ -1374,6 +1385,134 @@ def managed_by_multikueue() -> Json:
     """runPolicy.managedBy names MultiKueue: nothing is created and the status is kept as is."""
     job = mxjob(run_policy={"managedBy": "kueue.x-k8s.io/multikueue"}, status={"startTime": at(1)})
     return request(job)
+
+
+# --- docs/status.md#the-last-failure: the failure's own words in the job ------------------------
+
+#: The end of a failed Worker's log, as the kubelet copies it into the termination message under
+#: FallbackToLogsOnError: more lines than the status keeps.
+TRACEBACK = (
+    "worker 1/2 (dist_sync) starts at round 0 of 30\n"
+    "Traceback (most recent call last):\n"
+    '  File "/workloads/train.py", line 128, in <module>\n'
+    "    sys.exit(main())\n"
+    '  File "/workloads/train.py", line 104, in main\n'
+    '    raise FloatingPointError(f"loss is nan at round {step}")\n'
+    "FloatingPointError: loss is nan at round 7\n"
+)
+#: A log written to fool a terminal and fill the status: colours, a title sequence, a
+#: right-to-left override, NUL and BEL, a progress bar's carriage returns, a 5000-character line
+#: and a last line of 300 two-byte characters, then blank lines.
+HOSTILE = (
+    "\x1b[31mred\x1b[0m " + "x" * 5000 + "\n"
+    "progress 10%\rprogress 100%\n"
+    "\u202eevil\u202c\x00\x07bell\n"
+    "\x1b]0;pwned\x07after the title\n"
+    "tab\there\n"
+    "ValueError: " + "é" * 300 + "\n\n\n"
+)
+
+
+def _said(code: int, message: str, minutes: float = 15) -> Callable[[Json], Json]:
+    """A pod state: the mxnet container exited with `code`, leaving `message`."""
+    return lambda pod: saying(terminated(pod, code, minutes=minutes), message)
+
+
+@case
+def worker_traceback_fails_the_job() -> Json:
+    """A Worker's exception fails the job: its last line in Failed, the tail in lastFailure.
+
+    ExitCode does not retry exit 1. The message quotes the traceback's last line; lastFailure
+    keeps its last five lines, with the replica, pod, attempt, exit code, reason and time."""
+    job, children = _running(replicas=EXITCODE_WORKERS)
+    children = with_states(children, mnist_worker_1=_said(1, TRACEBACK))
+    return request(job, children)
+
+
+@case
+def worker_traceback_in_the_restart() -> Json:
+    """A Worker replaced after an exception: Restarting quotes the exception's last line."""
+    replicas = {**SMALL, "Worker": replica(2, "OnFailure")}
+    job, children = _running(replicas=replicas)
+    children = with_states(children, mnist_worker_0=_said(1, TRACEBACK, minutes=20))
+    return request(job, children)
+
+
+@case
+def replacement_running_keeps_last_failure() -> Json:
+    """The replacement runs: Running again, and lastFailure still names the failed attempt."""
+    return _replacement_running(worker_traceback_in_the_restart(), "mnist-worker-0-r1")
+
+
+@case
+def last_failure_outlives_the_pods() -> Json:
+    """cleanPodPolicy All deletes the failed pods; the frozen status keeps the failure's words."""
+    job, children = _finished_job({"cleanPodPolicy": "All"}, 1, TRACEBACK)
+    return request(job, children)
+
+
+@case
+def last_failure_from_the_record_when_pods_are_gone() -> Json:
+    """Pods cleaned up, parent cache from before the failure: the result record restores it."""
+    job, children = _finished_job({"cleanPodPolicy": "All"}, 1, TRACEBACK)
+    del job["status"]
+    children = [c for c in children if c["kind"] == "ConfigMap"]
+    return request(job, children)
+
+
+@case
+def hostile_termination_message() -> Json:
+    """A log of escape sequences and long lines: five clean lines of at most 200 bytes each.
+
+    Nothing a terminal would interpret is kept; the long lines keep their start."""
+    job, children = _running(replicas=SMALL)
+    children = with_states(children, mnist_worker_0=_said(1, HOSTILE))
+    return request(job, children)
+
+
+@case
+def in_place_restart_is_the_last_failure() -> Json:
+    """A Worker the kubelet restarted in place (worker-only, OnFailure): its lastState is kept.
+
+    Without a ps-lite Scheduler the kubelet restarts it; the failure before the restart is
+    the job's last, from `lastState.terminated`."""
+    replicas = {"Worker": replica(2, "OnFailure")}
+    job, children = _running(replicas=replicas)
+    children = with_states(
+        children, mnist_worker_1=lambda p: restarted_in_place(p, 1, TRACEBACK, minutes=12)
+    )
+    return request(job, children)
+
+
+@case
+def whole_job_restart_quotes_the_server() -> Json:
+    """A Server's exception restarts the whole job (OnFailure): the run record's cause quotes it."""
+    replicas = {**WHOLE, "Server": replica(1, "OnFailure")}
+    job, children = _running(replicas=replicas)
+    message = "Traceback (most recent call last):\nMXNetError: ps-lite server out of memory\n"
+    children = with_states(children, mnist_server_0=_said(1, message, minutes=20))
+    return request(job, children)
+
+
+@case
+def deleted_pods_do_not_replace_the_last_failure() -> Json:
+    """Run 0's pods end as the restart deletes them: lastFailure still names the Server.
+
+    A pod being deleted ends by the deletion's signal; its words are not the job's failure."""
+    body = whole_job_restart_quotes_the_server()
+    response = run(body)
+    children = [c for group in body["children"].values() for c in group.values()]
+    record = [
+        c for c in cluster_after(response, minutes=21) if "-mxjob-run-" in c["metadata"]["name"]
+    ]
+    children = with_states(
+        children,
+        mnist_worker_0=lambda p: terminating(_said(143, "Terminated\n", minutes=22)(p), 22),
+        mnist_worker_1=lambda p: terminating(_said(143, "Terminated\n", minutes=22)(p), 22),
+    )
+    parent = copy.deepcopy(body["parent"])
+    parent["status"] = response.status
+    return request(parent, children + record)
 
 
 # --- docs/migration.md: jobs training-operator ran, seen by this hook for the first time ----

@@ -111,6 +111,11 @@ def digest(reason: str, request: Mapping[str, Any], response: Mapping[str, Any])
             f"{key} {counts.get(key)}" for key in ("active", "succeeded", "failed", "restarts")
         )
         lines.append(f"replicas:  {rtype}: {numbers}")
+    last = status.get("lastFailure")
+    if last:
+        said = str(last.get("message", "")).rsplit("\n", 1)[-1]
+        words = f"{last.get('pod')} exit {last.get('exitCode')} at {last.get('time')}"
+        lines.append(f"failure:   {words}: {said}" if said else f"failure:   {words}")
     if "resyncAfterSeconds" in response:
         lines.append(f"resync:    after {response['resyncAfterSeconds']} s")
     lines += _children_lines(request, response)

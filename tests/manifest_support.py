@@ -1,16 +1,14 @@
 """What the manifest and example tests share: kustomize builds, and MXJob validation done the way
 kube-apiserver does it (structural defaulting, the OpenAPI schema, the CEL rules).
 
-The CRD's `openAPIV3Schema` is OpenAPI, not JSON Schema: `to_json_schema` drops the
-`x-kubernetes-*` keys, turns `nullable` into a null type, and closes every object that declares
-properties (kube-apiserver prunes unknown fields and `kubectl apply` reports them as errors in its
-default strict mode) unless it keeps unknown fields. CEL rules are evaluated with cel-python,
-whose `matches` uses RE2 like kube-apiserver.
+The OpenAPI schema is checked by hooks/core/schema.py (the conversion webhook checks what a stash
+brings in with it). CEL rules are evaluated with cel-python, whose `matches` uses RE2 like
+kube-apiserver.
 """
 
 import copy
 import functools
-import re
+import os
 import shutil
 import subprocess
 import uuid
@@ -20,14 +18,15 @@ from pathlib import Path
 from typing import Any
 
 import celpy
-import jsonschema
 import kubernetes_validate
+import pytest
 import yaml
 from celpy import celtypes
 from celpy.adapter import json_to_cel
 from celpy.evaluation import CELEvalError
 
 from hooks.core.request import parse_request
+from hooks.core.schema import apply_defaults, schema_errors
 from hooks.core.sync import sync
 from testsupport.jobs import as_sent
 
@@ -98,6 +97,16 @@ def kustomization_dirs() -> list[Path]:
     return found
 
 
+#: Marks tests that build kustomizations: skipped without kustomize or kubectl, except where
+#: every tier is required (E2E=required), where `build` then fails naming what is missing.
+needs_kustomize = pytest.mark.skipif(
+    os.environ.get("E2E") != "required"
+    and shutil.which("kustomize") is None
+    and shutil.which("kubectl") is None,
+    reason="neither kustomize nor kubectl is installed",
+)
+
+
 def kustomize_command() -> list[str] | None:
     if kustomize := shutil.which("kustomize"):
         return [kustomize, "build"]
@@ -142,109 +151,6 @@ def name_of(obj: dict[str, Any]) -> str:
     return f"{obj.get('kind')} {where}{meta.get('name')}"
 
 
-# --- OpenAPI schemas as JSON Schema ------------------------------------------------------------
-
-_DATE_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$")
-_DURATION = re.compile(r"^([0-9]+(\.[0-9]*)?(ns|us|µs|ms|s|m|h))+$")
-FORMATS = jsonschema.FormatChecker(formats=())
-
-
-def _is_date_time(value: object) -> bool:
-    if not isinstance(value, str):
-        return True
-    if not _DATE_TIME.match(value):
-        return False
-    datetime.fromisoformat(value.replace("z", "Z").replace("t", "T"))
-    return True
-
-
-def _is_int32(value: object) -> bool:
-    return not isinstance(value, int) or -(2**31) <= value < 2**31
-
-
-def _is_int64(value: object) -> bool:
-    return not isinstance(value, int) or -(2**63) <= value < 2**63
-
-
-def _is_duration(value: object) -> bool:
-    return not isinstance(value, str) or bool(_DURATION.match(value))
-
-
-FORMATS.checks("date-time", raises=ValueError)(_is_date_time)
-FORMATS.checks("int32")(_is_int32)
-FORMATS.checks("int64")(_is_int64)
-FORMATS.checks("duration")(_is_duration)
-
-
-_DROPPED = {"description", "default", "example", "externalDocs", "nullable"}
-
-
-def to_json_schema(node: dict[str, Any], *, root: bool = True) -> dict[str, Any]:
-    """An OpenAPI v3 (structural) schema as a JSON Schema (see the module docstring).
-
-    The root `metadata` stays open: it is ObjectMeta, which the API server checks itself.
-    """
-
-    out: dict[str, Any] = {}
-    for key, value in node.items():
-        if key.startswith("x-kubernetes-") or key in _DROPPED:
-            continue
-        if key == "properties":
-            out[key] = {
-                name: to_json_schema(sub, root=False)
-                | ({} if not (root and name == "metadata") else {"additionalProperties": True})
-                for name, sub in value.items()
-            }
-        elif key in ("additionalProperties", "items", "not") and isinstance(value, dict):
-            out[key] = to_json_schema(value, root=False)
-        elif key in ("anyOf", "allOf", "oneOf"):
-            out[key] = [to_json_schema(sub, root=False) for sub in value]
-        else:
-            out[key] = value
-    if node.get("x-kubernetes-int-or-string") is True and "anyOf" not in out:
-        out["anyOf"] = [{"type": "integer"}, {"type": "string"}]
-    if node.get("nullable") is True and "type" in out:
-        out["type"] = [out["type"], "null"]
-    keeps_unknown = node.get("x-kubernetes-preserve-unknown-fields") is True
-    if "properties" in node and "additionalProperties" not in node and not keeps_unknown:
-        out["additionalProperties"] = False
-    return out
-
-
-def schema_errors(schema: dict[str, Any], value: object) -> list[str]:
-    """`path: message` for every violation of an OpenAPI schema, sorted."""
-    validator = jsonschema.Draft7Validator(to_json_schema(schema), format_checker=FORMATS)
-    return sorted(
-        f"{_path(error.absolute_path)}: {error.message}" for error in validator.iter_errors(value)
-    )
-
-
-def _path(parts: Any) -> str:
-    text = ""
-    for part in parts:
-        text += f"[{part}]" if isinstance(part, int) else f".{part}"
-    return text.lstrip(".") or "<root>"
-
-
-def apply_defaults(schema: dict[str, Any], value: Any) -> Any:
-    """Structural defaulting, in place: absent properties with a `default` get it, recursively."""
-    if isinstance(value, dict):
-        properties = schema.get("properties", {})
-        for name, sub in properties.items():
-            if name not in value and "default" in sub:
-                value[name] = copy.deepcopy(sub["default"])
-        extra = schema.get("additionalProperties")
-        for name, item in value.items():
-            if name in properties:
-                apply_defaults(properties[name], item)
-            elif isinstance(extra, dict):
-                apply_defaults(extra, item)
-    elif isinstance(value, list) and isinstance(schema.get("items"), dict):
-        for item in value:
-            apply_defaults(schema["items"], item)
-    return value
-
-
 def walk_schema(node: dict[str, Any], path: str = "") -> Iterator[tuple[str, dict[str, Any]]]:
     """Every schema node with a readable path (`.spec.mxReplicaSpecs.*.template`, `[]`: items)."""
     yield path or ".", node
@@ -264,10 +170,19 @@ def walk_schema(node: dict[str, Any], path: str = "") -> Iterator[tuple[str, dic
 _CEL = celpy.Environment()
 
 
+def _sum(values: celtypes.ListType) -> celtypes.IntType:
+    """Kubernetes' `list.sum()` (its CEL lists library) of integers, which cel-python lacks."""
+    total = 0
+    for value in values:
+        assert isinstance(value, celtypes.IntType), value
+        total += int(value)
+    return celtypes.IntType(total)
+
+
 @functools.cache
 def cel_program(rule: str) -> celpy.Runner:
     """A compiled CEL rule (raises on a syntax error)."""
-    return _CEL.program(_CEL.compile(rule))
+    return _CEL.program(_CEL.compile(rule), functions={"sum": _sum})
 
 
 def cel_holds(rule: str, value: object) -> bool | str:

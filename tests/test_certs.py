@@ -178,3 +178,27 @@ def test_a_ca_whose_key_is_another_starts_over() -> None:
     data, other = fresh(), fresh()
     decided = plan({**data, CA_KEY: other[CA_KEY]}, NAMES, NOW)
     assert decided.reason == "no readable CA yet: a new one"
+
+
+def test_a_ca_not_valid_yet_is_made_again() -> None:
+    """A Secret made by a clock ahead of this one (or before the clock jumped back): its CA
+    verifies nothing yet. Once kept as valid."""
+    data = plan(None, NAMES, NOW + DAY).data
+    assert data is not None
+    decided = plan(data, NAMES, NOW)
+    assert decided.reason == "the CA is not valid yet: a new one"
+    assert decided.data is not None
+    (ca,) = cas(decided.data)  # the future CA is no use in the bundle either
+    assert ca.not_valid_before_utc <= NOW < ca.not_valid_after_utc
+    serving(decided.data).verify_directly_issued_by(ca)
+
+
+def test_a_serving_certificate_not_valid_yet_is_made_again_under_the_same_ca() -> None:
+    data = fresh()
+    ahead = plan({**data, TLS_CERT: b"", TLS_KEY: b""}, NAMES, NOW + DAY).data
+    assert ahead is not None
+    decided = plan(ahead, NAMES, NOW)
+    assert decided.reason == "the serving certificate is not valid yet: a new one"
+    assert decided.data is not None
+    assert decided.data[CA_CERT] == data[CA_CERT]
+    assert serving(decided.data).not_valid_before_utc <= NOW

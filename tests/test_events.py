@@ -1,14 +1,23 @@
 """Which Events tell a job's story (events.story): one per condition that turned True, named
-so that telling it twice is a duplicate, none for transitions the API server has expired."""
+so that telling it twice is a duplicate, none for transitions the API server has expired; and
+the loop (events.controller) going on past a job it cannot tell."""
 
+import json
+import logging
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
 import pytest
+from kubernetes.client import CoreV1Api
+from kubernetes.client.exceptions import ApiException
 
+from events.controller import Told, tell
 from events.story import RECENT, story
+from hooks.logs import JsonFormatter
 
 NOW = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)
+#: Readable RFC 3339 whose UTC moment has no year Python holds.
+OUT_OF_RANGE = "0001-01-01T00:00:00+01:00"
 
 
 def at(minutes: float) -> str:
@@ -87,3 +96,48 @@ def test_a_failed_job_is_a_warning_and_a_job_without_status_tells_nothing() -> N
 def test_a_resume_is_told_though_its_condition_turned_false() -> None:
     (resumed,) = story(job(condition("Suspended", "False", 1, "MXJobResumed")), NOW)
     assert (resumed.type, resumed.reason) == ("Normal", "MXJobResumed")
+
+
+# --- the loop: one job it cannot tell stops no other ------------------------------------------
+
+
+class Core:
+    """The one CoreV1Api call the loop makes; `refuse` fails the creates for a job's name."""
+
+    def __init__(self, refuse: str = "") -> None:
+        self.refuse, self.created = refuse, list[str]()
+
+    def create_namespaced_event(self, namespace: str, body: Any, **_: Any) -> None:
+        if body.involved_object.name == self.refuse:
+            raise ApiException(status=422, reason="Unprocessable Entity")
+        self.created.append(body.involved_object.name)
+
+
+def named(name: str, *conditions: dict[str, str]) -> dict[str, Any]:
+    told = job(*conditions, uid=f"u-{name}")
+    told["metadata"]["name"] = name
+    return told
+
+
+@pytest.mark.parametrize(
+    ("first", "refuse"),
+    [
+        # Once an OverflowError that ended every watch at this job (issue 29).
+        (named("a", {**condition("Running", "True", 1), "lastTransitionTime": OUT_OF_RANGE}), ""),
+        # An Event the API server refuses for one job.
+        (named("a", condition("Running", "True", 1)), "a"),
+    ],
+)
+def test_a_job_whose_events_cannot_be_told_stops_no_other(
+    first: dict[str, Any], refuse: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The watch tells each job as it comes, the list first: the jobs after one that fails
+    are told all the same, and the failure is logged with the job."""
+    core, told = Core(refuse), Told()
+    second = named("b", condition("Running", "True", 1))
+    with caplog.at_level(logging.ERROR, logger="events"):
+        counts = [tell(cast(CoreV1Api, core), j, told, NOW) for j in (first, second)]
+    assert (counts, core.created) == ([0, 1], ["b"])
+    if refuse:
+        (line,) = [json.loads(JsonFormatter().format(r)) for r in caplog.records]
+        assert (line["name"], line["action"]) == ("a", "error")

@@ -17,6 +17,7 @@ from typing import Any
 import kubernetes_validate
 import pytest
 
+from hooks.core.schema import apply_defaults, schema_errors
 from tests.manifest_support import (
     BAD_EXAMPLES,
     CONTROLLER_OVERLAYS,
@@ -24,19 +25,17 @@ from tests.manifest_support import (
     KIND_OF_RESOURCE,
     SCHEMAS,
     admit_mxjob,
-    apply_defaults,
     child_groups,
     controller_of,
     expectations,
     hook_sync,
     kubernetes_version,
-    kustomize_command,
     load_one,
     mxjob_schema,
     name_of,
+    needs_kustomize,
     new_parent,
     observed,
-    schema_errors,
 )
 
 GOOD = sorted(EXAMPLES.glob("*.yaml"))
@@ -46,9 +45,6 @@ PODGROUP_CRDS = {
     "scheduling.volcano.sh/v1beta1": SCHEMAS / "volcano-podgroup.yaml",
     "scheduling.x-k8s.io/v1alpha1": SCHEMAS / "scheduler-plugins-podgroup.yaml",
 }
-needs_kustomize = pytest.mark.skipif(
-    kustomize_command() is None, reason="neither kustomize nor kubectl is installed"
-)
 
 
 def ids(paths: list[Path]) -> list[str]:

@@ -466,6 +466,8 @@ STATES: st.SearchStrategy[dict[str, Any]] = st.one_of(
                 optional={
                     "exitCode": st.sampled_from([0, 1, 137, 138, 143, 255]) | INT32,
                     "reason": TEXT,
+                    # Any text: with FallbackToLogsOnError the end of the container's log.
+                    "message": st.text(max_size=300),
                     "startedAt": KUBE_TIMES,
                     "finishedAt": KUBE_TIMES,
                 },
@@ -479,7 +481,7 @@ STATES: st.SearchStrategy[dict[str, Any]] = st.one_of(
 )
 CONTAINER_STATUSES = st.fixed_dictionaries(
     {"name": st.sampled_from(["mxnet", "sidecar"]) | TEXT},
-    optional={"state": STATES, "restartCount": SMALL | INT32, "lastState": ANY},
+    optional={"state": STATES, "restartCount": SMALL | INT32, "lastState": STATES},
 )
 
 

@@ -31,9 +31,10 @@ from tests.manifest_support import (
     REPO,
     build,
     installed,
-    kustomize_command,
     name_of,
+    needs_kustomize,
 )
+from tests.required import unavailable
 from tools.cluster.build import HELM, default_cache_dir
 
 CHART = REPO / "charts" / "mxjob"
@@ -64,9 +65,6 @@ COMPONENTS = {
     "conversion": "conversion",
 }
 
-needs_kustomize = pytest.mark.skipif(
-    kustomize_command() is None, reason="neither kustomize nor kubectl is installed"
-)
 
 Key = tuple[str, str, str]
 Render = Callable[..., list[dict[str, Any]]]
@@ -78,9 +76,7 @@ def helm() -> Path:
     cache = default_cache_dir()
     if not HELM.is_built(cache):
         reason = f"helm {HELM.version} is not built (`python -m tools.cluster prepare` builds it)"
-        if os.environ.get("E2E") == "required":
-            pytest.fail(reason)
-        pytest.skip(reason)
+        unavailable(reason)
     return HELM.binary(cache, "helm")
 
 

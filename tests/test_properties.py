@@ -1,8 +1,9 @@
 """Invariants of the hook over generated MXJobs and child states (hypothesis).
 
-Determinism, the fixpoint of feeding a response back as observed children, a status free of
-the wall clock, valid child names, the DMLC counts, unique env names, and that no response
-deletes a running pod of an unfinished, unsuspended, valid job unless it restarts the whole job.
+Determinism, the fixpoint of feeding a response back as observed children (and its
+lastFailure back as the parent status), a status free of the wall clock, valid child names,
+the DMLC counts, unique env names, and that no response deletes a running pod of an
+unfinished, unsuspended, valid job unless it restarts the whole job.
 States include later syncs (run records, deleted runs, the next run's pods).
 """
 
@@ -24,8 +25,10 @@ from tests.builders import (
     mxjob,
     replica,
     request,
+    restarted_in_place,
     run,
     running,
+    saying,
     terminated,
 )
 from tests.builders import terminating as terminating_pod
@@ -34,6 +37,8 @@ from testsupport.jobs import as_sent
 DNS_1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 POLICIES = ("Always", "OnFailure", "Never", "ExitCode")
 EXIT_CODES = (0, 1, 2, 127, 130, 137, 138, 139, 143, None)
+#: Termination messages: any text, escape sequences and line breaks included.
+MESSAGES = st.text(st.characters(codec="utf-8"), max_size=300)
 PROFILE = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
@@ -110,9 +115,13 @@ def pod_state(draw: st.DrawFn, pod: dict[str, Any]) -> dict[str, Any] | None:
     if kind == "pending":
         return pod
     if kind == "running":
+        if draw(st.integers(0, 4)) == 0:  # restarted in place after a failure with its words
+            return restarted_in_place(pod, 1, draw(MESSAGES), minutes=draw(st.integers(1, 30)))
         return running(pod, minutes=draw(st.integers(1, 30)), restarts=draw(st.integers(0, 2)))
     if kind == "finished":
-        return terminated(pod, draw(st.sampled_from(EXIT_CODES)), minutes=draw(st.integers(2, 50)))
+        code = draw(st.sampled_from(EXIT_CODES))
+        ended = terminated(pod, code, minutes=draw(st.integers(2, 50)))
+        return saying(ended, draw(MESSAGES)) if code and draw(st.booleans()) else ended
     return terminating_pod(running(pod))
 
 
@@ -175,6 +184,16 @@ def test_response_fed_back_as_observed_children_changes_nothing(body: dict[str, 
         assert listed < relisted and replaced & relisted
         third = run(request(body["parent"], applied(again, second.children), body["controller"]))
         assert sorted(map(key, third.children)) == sorted(map(key, second.children))
+
+
+@PROFILE
+@given(states())
+def test_status_fed_back_as_the_parent_status_keeps_the_last_failure(body: dict[str, Any]) -> None:
+    """lastFailure is a fixpoint: the newest failure stays the newest once it is written."""
+    first = run(body).status
+    parent = {**body["parent"], "status": first}
+    second = run(request(parent, observed_children(body), body["controller"])).status
+    assert second.get("lastFailure") == first.get("lastFailure")
 
 
 def applied(

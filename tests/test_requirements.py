@@ -9,7 +9,11 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([^\s;\\]+)", re.MULTILINE)
-LOCKS = {"requirements.in": "requirements.txt", "requirements-dev.in": "requirements-dev.txt"}
+LOCKS = {
+    "requirements.in": "requirements.txt",
+    "requirements-dev.in": "requirements-dev.txt",
+    "requirements-sdk.in": "requirements-sdk.txt",
+}
 
 
 def _normal(name: str) -> str:

@@ -4,7 +4,7 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from hooks.core.timestamps import earliest, format_time, latest, parse_time
+from hooks.core.timestamps import earliest, format_time, latest, moment, parse_time
 
 T = datetime(2026, 3, 1, 12, 0, 5, tzinfo=UTC)
 
@@ -22,6 +22,10 @@ T = datetime(2026, 3, 1, 12, 0, 5, tzinfo=UTC)
         (None, None),
         (1767225600, None),
         (["2026-03-01T12:00:05Z"], None),
+        # Readable, but its UTC moment is outside the years 1 to 9999: no moment, no exception.
+        ("0001-01-01T00:00:00+01:00", None),
+        ("9999-12-31T23:59:59-01:00", None),
+        ("0001-01-01T01:00:00+01:00", datetime(1, 1, 1, tzinfo=UTC)),
     ],
 )
 def test_parse_time(value: object, parsed: datetime | None) -> None:
@@ -58,3 +62,15 @@ def test_earliest_and_latest_ignore_unknown_moments(
 ) -> None:
     assert earliest(*moments) == first
     assert latest(*moments) == last
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        datetime(1, 1, 1, tzinfo=timezone(timedelta(hours=1))),
+        datetime(9999, 12, 31, 23, 59, 59, tzinfo=timezone(timedelta(hours=-1))),
+    ],
+)
+def test_a_decoded_moment_outside_the_utc_years_is_unknown(value: datetime) -> None:
+    """msgspec decodes such a child timestamp (hooks/core/children.py); as UTC it has no year."""
+    assert moment(value) is None

@@ -10,7 +10,6 @@ a precondition fails); its behaviour against a real API server is the end-to-end
 import json
 import logging
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -31,6 +30,8 @@ from kubernetes.client.exceptions import ApiException
 
 from component import kube
 from hooks.logs import JsonFormatter
+from tests.manifest_support import kustomize_command
+from tests.required import unavailable
 from ttl import __main__ as cli
 from ttl import controller
 from ttl.controller import JobRef, run_once, sleep_seconds
@@ -660,6 +661,38 @@ def test_a_failed_delete_is_counted_and_the_pass_goes_on() -> None:
     assert [c[0] for c in api.calls] == ["list", "get", "delete", "get", "delete"]
 
 
+def test_a_job_with_a_moment_outside_the_utc_years_stops_no_other_job() -> None:
+    """Once an OverflowError that ended every pass at this job: the jobs listed after it
+    were never deleted (issue 29)."""
+    api = FakeCustomObjects(
+        [succeeded(ttl=0, name="a", completion="0001-01-01T00:00:00+01:00"), succeeded(ttl=0)]
+    )
+    sweep = run_once(api, at(100))
+    assert [r.name for r in sweep.deleted] == ["train"]
+    assert [j["metadata"]["name"] for j in api.jobs] == ["a"]
+
+
+def test_a_job_that_cannot_be_read_again_stops_no_other_job(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Any failure on one job (here a read that times out) is logged with the job and counted;
+    the pass goes on with the others."""
+
+    class Stalled(FakeCustomObjects):
+        def get_namespaced_custom_object(self, *args: Any, **kwargs: Any) -> object:
+            if args[-1] == "a":
+                raise TimeoutError("read timed out")
+            return super().get_namespaced_custom_object(*args, **kwargs)
+
+    api = Stalled([succeeded(ttl=0, name="a"), succeeded(ttl=0)])
+    with caplog.at_level(logging.ERROR, logger="ttl"):
+        sweep = run_once(api, at(100))
+    assert ([r.name for r in sweep.deleted], sweep.errors) == (["train"], 1)
+    (line,) = [json.loads(JsonFormatter().format(r)) for r in caplog.records]
+    assert (line["name"], line["action"]) == ("a", "error")
+    assert "read timed out" in line["error"]
+
+
 def test_one_namespace_and_every_page() -> None:
     jobs = [succeeded(ttl=0, name=f"j{i}", namespace=ns) for i in range(3) for ns in ("a", "b")]
     api = FakeCustomObjects(list(jobs))
@@ -832,13 +865,9 @@ def component_objects() -> list[dict[str, Any]]:
 
 def build_with_kustomize(tmp_path: Path) -> list[dict[str, Any]]:
     """Build an overlay that only adds the component, as a user's overlay would."""
-    kubectl, kustomize = shutil.which("kubectl"), shutil.which("kustomize")
-    if kustomize:
-        command = [kustomize, "build"]
-    elif kubectl:
-        command = [kubectl, "kustomize"]
-    else:
-        pytest.skip("neither kustomize nor kubectl is installed")
+    command = kustomize_command()
+    if command is None:
+        unavailable("neither kustomize nor kubectl is installed")
     overlay = tmp_path / "overlay"
     overlay.mkdir()
     (overlay / "kustomization.yaml").write_text(
@@ -879,13 +908,13 @@ def test_each_object_is_valid_strictly(obj: dict[str, Any]) -> None:
     kubernetes_validate.validate(obj, schema_version(), strict=True)
 
 
-def test_rbac_grants_only_get_list_watch_delete_on_mxjobs() -> None:
+def test_rbac_grants_only_get_list_delete_on_mxjobs() -> None:
     kinds = by_kind(component_objects())
     assert kinds["ClusterRole"]["rules"] == [
         {
             "apiGroups": ["kubeflow.org"],
             "resources": ["mxjobs"],
-            "verbs": ["get", "list", "watch", "delete"],
+            "verbs": ["get", "list", "delete"],
         }
     ]
     binding = kinds["ClusterRoleBinding"]

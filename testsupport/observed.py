@@ -97,6 +97,32 @@ def oom_killed(pod: dict[str, Any], minutes: float = 10) -> dict[str, Any]:
     return obj
 
 
+def saying(pod: dict[str, Any], message: str) -> dict[str, Any]:
+    """A finished pod whose mxnet container left a termination message (with
+    FallbackToLogsOnError, the end of its log when it failed)."""
+    obj = copy.deepcopy(pod)
+    obj["status"]["containerStatuses"][0]["state"]["terminated"]["message"] = message
+    return obj
+
+
+def restarted_in_place(
+    pod: dict[str, Any], exit_code: int, message: str, minutes: float = 5
+) -> dict[str, Any]:
+    """A running pod whose mxnet container the kubelet restarted in place after it exited with
+    `exit_code` at `minutes`, leaving `message` in its `lastState`."""
+    obj = running(pod, minutes=minutes + 0.5, restarts=1)
+    obj["status"]["containerStatuses"][0]["lastState"] = {
+        "terminated": {
+            "exitCode": exit_code,
+            "reason": "Error",
+            "message": message,
+            "startedAt": at(1),
+            "finishedAt": at(minutes),
+        }
+    }
+    return obj
+
+
 def disrupted(pod: dict[str, Any], reason: str = "PreemptionByScheduler") -> dict[str, Any]:
     """A pod the cluster takes away: condition DisruptionTarget, as preemption or a drain set."""
     obj = copy.deepcopy(pod)

@@ -111,6 +111,11 @@ class ProcessCluster:
             if self.made.get(path.stem, 0.0) >= made_after
         )
 
+    def run(self) -> int:
+        """The newest run any pod of the job belongs to (whole-job restarts so far)."""
+        runs = (p.obj["metadata"]["annotations"].get(_RUN, "0") for p in self.pods.values())
+        return max((int(r) for r in runs), default=0)
+
     def current(self, slot: str) -> Pod:
         """The newest pod of a slot (`mnist-worker-1`): the one a kill should hit."""
         pods = [p for n, p in self.pods.items() if n == slot or n.startswith(f"{slot}-r")]
@@ -222,6 +227,7 @@ class ProcessCluster:
 
 
 _ATTEMPT = "mxjob.kubeflow.org/attempt"
+_RUN = "mxjob.kubeflow.org/run"
 
 
 def _created(desired: dict[str, Any]) -> dict[str, Any]:
@@ -250,6 +256,7 @@ def run_job(
     mark = 0
     last_rounds, last_progress = 0, time.monotonic()
     killed_at: float | None = None
+    run_at_kill = 0
     deadline = time.monotonic() + timeout
     try:
         while time.monotonic() < deadline:
@@ -259,8 +266,10 @@ def run_job(
             if rounds > last_rounds:
                 last_rounds, last_progress = rounds, now
             if killed_at is not None and cluster.rounds(made_after=killed_at):
-                # A round by a process made after the kill: the job trains again.
-                outcome.rejoined.append(now - killed_at)
+                # A round by a process made after the kill: the job trains again, in a new run
+                # (a whole-job restart) or with the killed Worker replaced alone.
+                whole = cluster.run() > run_at_kill
+                outcome.recovered.append((WHOLE_JOB if whole else ALONE, now - killed_at))
                 killed_at = None
             if cluster.condition() in ("Succeeded", "Failed"):
                 outcome.condition = cluster.condition()
@@ -272,6 +281,7 @@ def run_job(
                 after, slot = pending.pop(0)
                 pod = cluster.current(slot)
                 if pod.proc is not None and pod.step == len(pod.steps) - 1:
+                    run_at_kill = cluster.run()
                     cluster.kill(pod)
                     outcome.killed.append(pod.name)
                     killed_at = time.monotonic()
@@ -293,8 +303,13 @@ class Outcome:
     condition: str = ""
     hung: bool = False
     killed: list[str] = field(default_factory=list)
-    #: Seconds from each kill to the first round a Worker made after it completed.
-    rejoined: list[float] = field(default_factory=list)
+    #: For each kill, how the job recovered (`ALONE`, `WHOLE_JOB`) and the seconds from the kill
+    #: to the first round completed by a Worker made after it.
+    recovered: list[tuple[str, float]] = field(default_factory=list)
+
+
+#: How a job recovers from a kill: the killed Worker replaced alone, or a new run of every pod.
+ALONE, WHOLE_JOB = "a Worker rejoined alone", "a whole-job restart"
 
 
 def free_port() -> int:

@@ -3,7 +3,9 @@
 `with serve(workers=2) as server:` starts gunicorn with the project's config
 (hooks/gunicorn_config.py) on 127.0.0.1, port 0 (the kernel picks a free one, read back from
 gunicorn's "Listening at" line), waits until `/readyz` answers, and on exit stops the master it
-started (SIGTERM, then SIGKILL after a grace period). Its log goes to a temporary file.
+started (SIGTERM, then SIGKILL after a grace period). Its log goes to a temporary file. With
+`tls=` (a directory of `tls.crt`, `tls.key` and the `ca.crt` that signed them, for `localhost`)
+it serves HTTPS, as the conversion webhook's pods do.
 """
 
 import contextlib
@@ -12,6 +14,7 @@ import json
 import os
 import re
 import signal
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -24,7 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 CONFIG = ROOT / "hooks" / "gunicorn_config.py"
 APP = "hooks.app:create_app()"
-_LISTENING = re.compile(r"Listening at: http://127\.0\.0\.1:(\d+)")
+_LISTENING = re.compile(r"Listening at: https?://127\.0\.0\.1:(\d+)")
 
 
 @dataclass
@@ -36,6 +39,8 @@ class Server:
     log: Path
     workers: int
     env: dict[str, str] = field(default_factory=dict)
+    #: What a client trusts to call it over HTTPS; None: it serves HTTP.
+    tls: ssl.SSLContext | None = None
 
     @property
     def pid(self) -> int:
@@ -53,6 +58,10 @@ class Server:
         return sorted(pids)
 
     def connection(self, timeout: float = 60) -> http.client.HTTPConnection:
+        if self.tls is not None:
+            return http.client.HTTPSConnection(
+                "localhost", self.port, timeout=timeout, context=self.tls
+            )
         return http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
 
     def call(
@@ -103,9 +112,12 @@ def _wait_ready(server: Server, deadline: float) -> None:
 
 @contextlib.contextmanager
 def serve(
-    workers: int = 1, env: dict[str, str] | None = None, start_timeout: float = 30
+    workers: int = 1,
+    env: dict[str, str] | None = None,
+    start_timeout: float = 30,
+    tls: Path | None = None,
 ) -> Iterator[Server]:
-    """gunicorn with `workers` sync workers on a free loopback port, stopped on exit."""
+    """gunicorn with `workers` workers on a free loopback port, stopped on exit."""
     fd, name = tempfile.mkstemp(prefix="mxjob-gunicorn-", suffix=".log")
     log = Path(name)
     settings = {
@@ -113,6 +125,7 @@ def serve(
         "HOST": "127.0.0.1",
         "PORT": "0",
         "WEB_CONCURRENCY": str(workers),
+        **({"MXJOB_TLS_DIR": str(tls)} if tls is not None else {}),
         **(env or {}),
     }
     command = [sys.executable, "-m", "gunicorn", "--config", str(CONFIG), APP]
@@ -130,7 +143,8 @@ def serve(
                 time.sleep(0.05)
         if port is None:
             raise RuntimeError(f"gunicorn did not start; log:\n{log.read_text()[-4000:]}")
-        server = Server(process, port, log, workers, settings)
+        trust = None if tls is None else ssl.create_default_context(cafile=tls / "ca.crt")
+        server = Server(process, port, log, workers, settings, trust)
         _wait_ready(server, deadline)
         yield server
     finally:

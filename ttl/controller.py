@@ -12,7 +12,9 @@ A deletion is the one irreversible step, so it is guarded twice:
 - the DELETE carries `preconditions` with the uid and resourceVersion of that GET, so the API
   server refuses (409) if the job was re-created or changed in between. The job's pods and
   services go by garbage collection (`propagationPolicy: Background`).
-404 and 409 are expected races and only logged at debug.
+404 and 409 are expected races and only logged at debug. Any other failure on one job is logged
+with the job and counted, and the pass goes on: one job the loop cannot read or delete never
+stops the others' TTL.
 """
 
 import logging
@@ -99,8 +101,9 @@ def connect(kubeconfig: str | None = None) -> CustomObjects:
 def run_once(api: CustomObjects, now: datetime, namespace: str | None = None) -> Sweep:
     """One pass over every MXJob: delete those whose TTL has passed at `now`.
 
-    `api` is a `kubernetes.client.CustomObjectsApi` (see `connect`). An error on one job is
-    logged and counted, and the pass goes on; an error while listing propagates.
+    `api` is a `kubernetes.client.CustomObjectsApi` (see `connect`). An error on one job,
+    whatever it is, is logged and counted, and the pass goes on; an error while listing
+    propagates.
     """
     sweep = Sweep()
     for job in list_jobs(api, namespace):
@@ -108,12 +111,21 @@ def run_once(api: CustomObjects, now: datetime, namespace: str | None = None) ->
         if ref is None:
             _log(logging.WARNING, "skipped an MXJob without namespace, name or uid", None, "never")
             continue
-        decision = decide(job, now)
-        if decision.action is Action.DELETE:
-            _delete_if_still_expired(api, ref, now, sweep)
-        else:
-            _keep(ref, decision, sweep)
+        try:
+            _judge(api, job, ref, now, sweep)
+        except Exception:  # one job the loop cannot handle stops no other (docs/security.md)
+            sweep.errors += 1
+            fields = {"action": "error", "namespace": ref.namespace, "name": ref.name}
+            LOG.exception("failed on this job; going on", extra={"fields": fields})
     return sweep
+
+
+def _judge(api: CustomObjects, job: object, ref: JobRef, now: datetime, sweep: Sweep) -> None:
+    decision = decide(job, now)
+    if decision.action is Action.DELETE:
+        _delete_if_still_expired(api, ref, now, sweep)
+    else:
+        _keep(ref, decision, sweep)
 
 
 def _delete_if_still_expired(api: CustomObjects, ref: JobRef, now: datetime, sweep: Sweep) -> None:

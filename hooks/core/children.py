@@ -95,7 +95,8 @@ class Running(_Shape, frozen=True):
 
 
 class Terminated(_Shape, frozen=True):
-    """How a container ended: its exit code and the kubelet's reason (`OOMKilled`, …)."""
+    """How a container ended: its exit code, the kubelet's reason (`OOMKilled`, …) and its
+    termination message (for the mxnet container, the end of its log when it failed)."""
 
     exit_code: int | None = None
     reason: str | None = None
@@ -123,11 +124,13 @@ _NO_STATE = ContainerState()
 
 
 class ContainerStatus(_Shape, frozen=True):
-    """One container's state, and how often the kubelet restarted it in place."""
+    """One container's state, how often the kubelet restarted it in place, and how its run
+    before the last in-place restart ended (`lastState`)."""
 
     name: str | None = None
     restart_count: int = 0
     state: ContainerState = _NO_STATE
+    last_state: ContainerState = _NO_STATE
 
 
 class PodStatus(_Shape, frozen=True):

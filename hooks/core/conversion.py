@@ -89,12 +89,13 @@ def parse_review(body: object) -> Review:
     return Review(uid, str(desired), objects)
 
 
-def answer(review: Review) -> ConversionReview:
-    """Every object at the desired version, or Failure naming the first that cannot be."""
+def answer(review: Review, v1_spec: dict[str, Any] | None = None) -> ConversionReview:
+    """Every object at the desired version, or Failure naming the first that cannot be; with
+    the v1 spec's schema, an old object whose stash brings in what v1 refuses cannot be."""
     converted = []
     for i, obj in enumerate(review.objects):
         try:
-            converted.append(convert(obj, review.desired))
+            converted.append(convert(obj, review.desired, v1_spec))
         except UnconvertibleError as exc:
             message = (
                 f"{KIND} {_reference(obj, i)} cannot be converted from "
@@ -104,8 +105,11 @@ def answer(review: Review) -> ConversionReview:
     return _review(review.uid, converted, {"status": SUCCESS})
 
 
-def convert(obj: dict[str, Any], desired: str) -> dict[str, Any]:
-    """One MXJob at a served version, as it is if it is there already; raises UnconvertibleError."""
+def convert(
+    obj: dict[str, Any], desired: str, v1_spec: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """One MXJob at a served version, as it is if it is there already; raises UnconvertibleError
+    (see `answer` for `v1_spec`)."""
     if obj.get("kind") != KIND:
         raise UnconvertibleError("kind", f"{obj.get('kind')!r} is not {KIND}")
     source = obj.get("apiVersion")
@@ -113,7 +117,7 @@ def convert(obj: dict[str, Any], desired: str) -> dict[str, Any]:
         return obj
     if source not in SERVED:
         raise UnconvertibleError("apiVersion", f"{source!r} is not served: {', '.join(SERVED)}")
-    at_v1 = obj if source == V1 else to_v1(_MAPPINGS[str(source)], obj)
+    at_v1 = obj if source == V1 else to_v1(_MAPPINGS[str(source)], obj, v1_spec)
     return at_v1 if desired == V1 else from_v1(_MAPPINGS[desired], at_v1)
 
 

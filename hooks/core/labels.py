@@ -12,8 +12,11 @@ from hooks.core.api import (
 )
 from hooks.core.naming import Slot
 
-#: The replica that leads each mode gets `job-role: master`.
-MASTER_TYPES = (ReplicaType.SCHEDULER, ReplicaType.TUNER)
+#: The replicas labelled `job-role: master`: the Servers, as training-operator's `IsMasterRole`
+#: for MXJob names them (v1.8.1), so clients that select by it (Kubeflow's SDK `get_job_logs`)
+#: find the pods they found there; in MXTune, which has no Servers and no master there, the
+#: Tuner, whose success is the job's (docs/migration.md#the-python-sdk).
+MASTER_TYPES = (ReplicaType.SERVER, ReplicaType.TUNER)
 
 
 def job_labels(job: str) -> dict[str, str]:

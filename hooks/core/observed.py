@@ -64,6 +64,16 @@ CANNOT_START = frozenset(
 _QUOTED_MAX = 200
 
 
+class Ended(msgspec.Struct, frozen=True, kw_only=True, gc=False):
+    """How one run of the mxnet container ended, as the kubelet reported it."""
+
+    exit_code: int
+    reason: str | None = None
+    finished: datetime | None = None
+    #: Its termination message as it came (hooks/core/failures.py cleans what is shown of it).
+    message: str | None = None
+
+
 class ObservedPod(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """One observed pod of a replica slot. A Struct, not a dataclass: a sync reads one per pod,
     and a frozen dataclass spends longer setting its fields than the hook reading them."""
@@ -115,6 +125,10 @@ class ObservedPod(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     #: Made by another controller (no `attempt` annotation, which this hook puts on every pod
     #: it makes): training-operator's pods of a job adopted in a migration (docs/migration.md).
     foreign: bool = False
+    #: How the mxnet container ended, once it has (its exit code known).
+    ended: Ended | None = None
+    #: How it ended before the kubelet last restarted it in place (`lastState`).
+    ended_before: Ended | None = None
 
     @property
     def active(self) -> bool:
@@ -230,6 +244,20 @@ def read_pod(job: str, pod: Pod, *, placement: bool = True) -> ObservedPod | Non
         node=spec.node_name or None,
         scheduler=spec.scheduler_name or None,
         gates=frozenset(g.name for g in spec.scheduling_gates if g.name is not None),
+        ended=_ended(terminated),
+        ended_before=_ended(mxnet.last_state.terminated),
+    )
+
+
+def _ended(terminated: Terminated | None) -> Ended | None:
+    """A terminated state with its exit code, as an `Ended`."""
+    if terminated is None or terminated.exit_code is None:
+        return None
+    return Ended(
+        exit_code=terminated.exit_code,
+        reason=terminated.reason or None,
+        finished=moment(terminated.finished_at),
+        message=terminated.message or None,
     )
 
 

@@ -8,6 +8,7 @@ from hooks.core.api import (
     ANNOTATION_RESTARTS,
     ANNOTATION_RUN,
     LABEL_REPLICA_INDEX,
+    MXNET_CONTAINER,
     ReplicaType,
     ServiceMode,
 )
@@ -106,7 +107,7 @@ class PodMaker:
         replaced = {**annotations, ANNOTATION_RESTARTS: "0"}
         ours: dict[str, str] = {}
         env = ReplicaEnv(job.name, job.spec, rtype)
-        containers = template["spec"]["containers"]
+        containers = [_telling(c) for c in template["spec"]["containers"]]
         spec = {
             **template["spec"],
             "restartPolicy": pod_restart_policy(job.spec, replica.restart_policy),
@@ -144,3 +145,16 @@ class PodMaker:
         )
         self._shapes[rtype, run, waits] = shape
         return shape
+
+
+#: What the kubelet puts in a failed container's termination message when its program wrote
+#: none: the end of its log, which the hook copies into the job (hooks/core/failures.py).
+MESSAGE_POLICY = "FallbackToLogsOnError"
+
+
+def _telling(container: dict[str, Any]) -> dict[str, Any]:
+    """The mxnet container with `terminationMessagePolicy: FallbackToLogsOnError`, unless the
+    user chose a policy; any other container as it is."""
+    if container.get("name") != MXNET_CONTAINER or "terminationMessagePolicy" in container:
+        return container
+    return {**container, "terminationMessagePolicy": MESSAGE_POLICY}

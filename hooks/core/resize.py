@@ -11,11 +11,10 @@ TVM's RPC tracker takes servers as they come and go, so in an MXTune job a Tuner
 is carried out in place: servers are added or removed, the tracker and the Tuner keep running.
 """
 
-import json
-
 from hooks.core.api import JobMode, ReplicaType
 from hooks.core.children import ConfigMap
 from hooks.core.env import CLUSTER_KEY, LABELS_KEY
+from hooks.core.fields import parsed_json
 from hooks.core.job import Job
 
 #: Replica types whose count an MXTune job changes in place.
@@ -24,10 +23,7 @@ _IN_PLACE = {JobMode.TUNE: frozenset({ReplicaType.TUNER_SERVER.short})}
 
 def _cluster(text: str | None) -> dict[str, list[object]] | None:
     """The `cluster` JSON of a config ConfigMap: entries by replica type's short name."""
-    try:
-        value = json.loads(text) if text is not None else None
-    except ValueError:
-        return None
+    value = parsed_json(text)
     if not isinstance(value, dict) or not all(isinstance(v, list) for v in value.values()):
         return None
     return value
@@ -73,16 +69,9 @@ def change(job: Job, observed: ConfigMap | None, wanted: dict[str, str]) -> str 
     if any(_addresses(was[t]) != _addresses(now[t]) for t in was.keys() & now.keys() - in_place):
         # Every process reaches the others by the addresses it was started with.
         return f"its replicas' addresses changed (serviceMode {job.spec.service_mode.value})"
-    if _labels(data.get(LABELS_KEY)) not in (None, _labels(wanted[LABELS_KEY])):
+    if parsed_json(data.get(LABELS_KEY)) not in (None, parsed_json(wanted[LABELS_KEY])):
         return "its tuner-server keys changed"
     return None
-
-
-def _labels(text: str | None) -> object:
-    try:
-        return json.loads(text) if text is not None else None
-    except ValueError:
-        return None
 
 
 def _words(rtype: ReplicaType, was: int, now: int) -> str:

@@ -10,6 +10,7 @@ import msgspec
 
 from hooks.core.api import RestartPolicy
 from hooks.core.failure_policy import Action, Rule, Verdict, judge
+from hooks.core.failures import last_line
 from hooks.core.naming import MAX_ATTEMPT, Slot
 from hooks.core.observed import ObservedPod, PodPhase
 
@@ -37,7 +38,8 @@ def replica_words(slot: Slot, pod: ObservedPod | None = None) -> str:
 
 def describe_exit(pod: ObservedPod, retried: Verdict | None = None) -> str:
     """Words for how a pod ended, for condition messages: what the kubelet and the cluster
-    said of it (exit code, its meaning, the termination reason, a deletion, a lost node).
+    said of it (exit code, its meaning, the termination reason, a deletion, a lost node) and
+    the last line of its termination message (a traceback's exception: docs/status.md).
 
     `retried`: the failure policy's verdict on a pod that is retried; it says whether the retry
     counts, and names the user's rule that decided (docs/restarts.md#failure-policy)."""
@@ -72,7 +74,9 @@ def describe_exit(pod: ObservedPod, retried: Verdict | None = None) -> str:
     shown = pod.reason if pod.reason not in (None, "Error") else None
     details = "; ".join(d for d in (meaning, f"reason {shown}" if shown else None) if d)
     shown_details = f" ({details})" if details else ""
-    return f"{deleted}exited with code {pod.exit_code}{shown_details}{cost}"
+    said = last_line(pod.ended.message) if pod.ended is not None else None
+    saying = f' saying "{said}"' if said else ""
+    return f"{deleted}exited with code {pod.exit_code}{shown_details}{saying}{cost}"
 
 
 class RunStart(msgspec.Struct, frozen=True, kw_only=True, gc=False):

@@ -522,7 +522,9 @@ def _template(reader: _Reader, raw: object, path: str) -> dict[str, Any] | None:
         return None
     cpath = f"{path}.spec.containers"
     names = _container_names(reader, pod_spec.get("containers"), cpath)
-    if names is None:
+    if names is None or not _init_containers_are_usable(
+        reader, pod_spec.get("initContainers"), f"{path}.spec.initContainers"
+    ):
         return None
     pruned: dict[str, Any] = _pruned_copy(template)
     metadata = pruned.setdefault("metadata", {})
@@ -558,6 +560,20 @@ def _container_names(reader: _Reader, containers: object, path: str) -> list[obj
         reader.fail(path, f'one container must be named "{MXNET_CONTAINER}"')
         return None
     return names
+
+
+def _init_containers_are_usable(reader: _Reader, containers: object, path: str) -> bool:
+    """`initContainers`, which the hook extends with its own and sums for a PodGroup: absent,
+    or a list of objects."""
+    if containers is None:
+        return True
+    if not isinstance(containers, list):
+        reader.fail(path, "must be a list of containers")
+        return False
+    malformed = [i for i, container in enumerate(containers) if not isinstance(container, dict)]
+    for i in malformed:
+        reader.fail(f"{path}[{i}]", "must be an object (a container)")
+    return not malformed
 
 
 def _metadata_is_usable(reader: _Reader, metadata: object, path: str) -> bool:

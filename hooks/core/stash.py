@@ -10,6 +10,10 @@ hold (it never changes there) comes back as it `to` was (docs/api.md#versions).
 Paths walk objects only; a list is compared, kept and restored whole. Keys of one object that
 differ only in letter case (`worker` and `Worker`, which the hook reads as one replica type)
 are one entry at that object, so a renamed key never leaves both spellings behind.
+
+A stash is written by whoever writes the object, so it holds the spec only: an entry elsewhere
+(the status, which belongs to the controller) is taken away and never applied
+(docs/security.md#the-conversion-stash).
 """
 
 import copy
@@ -32,9 +36,11 @@ class _Absent:
 
 
 _ABSENT = _Absent()
+#: The part of an object a stash holds.
+HELD = "spec"
 
 
-def _same(a: object, b: object) -> bool:
+def same(a: object, b: object) -> bool:
     """JSON equality: `true` is not `1`, `1.0` is not `1` (Python's `==` says they are)."""
     if a is b:
         return True
@@ -65,7 +71,7 @@ def _walk(want: object, have: object, at: list[str], entries: list[Entry]) -> No
         for key in sorted(want.keys() | have.keys()):
             _walk(want.get(key, _ABSENT), have.get(key, _ABSENT), [*at, key], entries)
         return
-    if _same(want, have):
+    if same(want, have):
         return
     entry: Entry = {"at": at}
     if not isinstance(have, _Absent):
@@ -86,7 +92,7 @@ def apply(entries: list[Entry], view: dict[str, Any]) -> dict[str, Any]:
             if key not in node and "was" not in entry:
                 node[key] = {}  # restoring a field whose parent the mapped view lacks
             node = node.get(key, _ABSENT)
-        if not isinstance(node, dict) or not _same(
+        if not isinstance(node, dict) or not same(
             node.get(last, _ABSENT), entry.get("was", _ABSENT)
         ):
             continue
@@ -98,12 +104,18 @@ def apply(entries: list[Entry], view: dict[str, Any]) -> dict[str, Any]:
 
 
 def take(obj: dict[str, Any], key: str) -> tuple[list[Entry], dict[str, Any]]:
-    """The entries the annotation `key` holds, and the object without it. An annotation that is
-    not a stash (not JSON, not a list of entries) is no stash: it stays, and nothing is taken."""
+    """The entries the annotation `key` holds under the spec, and the object without it. An
+    annotation that is not a stash (not JSON, not a list of entries) is no stash: it stays, and
+    nothing is taken."""
     entries = _read(dig(obj, "metadata", "annotations", key))
     if entries is None:
         return [], obj
-    return entries, put(obj, key, [])
+    return [e for e in entries if e["at"][0] == HELD], put(obj, key, [])
+
+
+def held(view: dict[str, Any]) -> dict[str, Any]:
+    """The part of a view (an object's spec and status) a stash compares: its spec."""
+    return {HELD: view[HELD]} if HELD in view else {}
 
 
 def put(obj: dict[str, Any], key: str, entries: list[Entry]) -> dict[str, Any]:

@@ -9,6 +9,7 @@ from typing import Any, Required, TypedDict, cast
 
 from hooks.core import conditions as cond
 from hooks.core.api import ConditionType, Reason, ReplicaType
+from hooks.core.failures import LastFailure, read_last_failure
 from hooks.core.job import Job
 from hooks.core.labels import type_selector
 from hooks.core.naming import Slot
@@ -36,6 +37,7 @@ class JobStatus(TypedDict, total=False):
     replicaStatuses: Required[dict[str, ReplicaStatus]]
     startTime: str
     completionTime: str
+    lastFailure: LastFailure
 
 
 def _stamp(moment: datetime | None) -> str | None:
@@ -84,13 +86,21 @@ def _assemble(
     replicas: dict[str, ReplicaStatus],
     start: str | None,
     completion: str | None,
+    last: LastFailure | None,
 ) -> JobStatus:
     status: JobStatus = {"conditions": conditions, "replicaStatuses": replicas}
     if start is not None:
         status["startTime"] = start
     if completion is not None:
         status["completionTime"] = completion
+    if last is not None:
+        status["lastFailure"] = last
     return status
+
+
+def carried_failure(name: str, previous: PreviousStatus) -> LastFailure | None:
+    """The previous status's `lastFailure`, where no pod is read (docs/status.md)."""
+    return read_last_failure(name, previous.written.get("lastFailure"))
 
 
 def created(
@@ -113,8 +123,9 @@ def active_status(
     plans: list[SlotPlan],
     outcome: Outcome,
     start: datetime | None,
+    last: LastFailure | None,
 ) -> JobStatus:
-    """Status of a running (or just finished) job."""
+    """Status of a running (or just finished) job; `last`: its newest failure so far."""
     conditions = created(job.name, job.created, previous)
     if cond.is_true(conditions, ConditionType.SUSPENDED):
         conditions = cond.set_condition(
@@ -140,6 +151,7 @@ def active_status(
         replica_statuses(job, plans),
         _stamp(start),
         _stamp(outcome.time) if outcome.finished else None,
+        last,
     )
 
 
@@ -165,7 +177,13 @@ def suspended_status(job: Job, previous: PreviousStatus) -> JobStatus:
         message=message,
         time=moment,
     )
-    return _assemble(conditions, replica_statuses(job, []), _stamp(previous.start), None)
+    return _assemble(
+        conditions,
+        replica_statuses(job, []),
+        _stamp(previous.start),
+        None,
+        carried_failure(job.name, previous),
+    )
 
 
 def invalid_status(
@@ -197,6 +215,7 @@ def invalid_status(
         _kept_counts(name, previous, pods),
         _stamp(previous.start),
         None if running else _stamp(ended),
+        carried_failure(name, previous),
     )
 
 

@@ -15,11 +15,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Required, TypedDict, cast
 
-from hooks.core import gang, placement, resize, retention, runs, status
+from hooks.core import budget, gang, placement, resize, retention, runs, status
 from hooks.core.api import CleanPodPolicy, Reason
 from hooks.core.children import Child, ConfigMap, PodGroup
 from hooks.core.configmaps import desired_config, desired_result, recorded_status
 from hooks.core.failure_policy import start_deadline
+from hooks.core.failures import last_failure
 from hooks.core.job import Job
 from hooks.core.naming import Slot, config_map_name, result_name
 from hooks.core.observed import ObservedPod, lost_at
@@ -60,13 +61,16 @@ class SyncResponse:
         return body
 
 
-def sync(request: SyncRequest, now: datetime) -> SyncResponse:
+def sync(
+    request: SyncRequest, now: datetime, max_answer_bytes: int = budget.DEFAULT
+) -> SyncResponse:
     """Decide the desired state of one MXJob, by the first state it is in: managed by another
-    controller (left alone), invalid, finished, suspended, active."""
+    controller (left alone), invalid (its answer over `max_answer_bytes` too), finished,
+    suspended, active."""
     if request.managed_elsewhere:
         return SyncResponse(cast(JobStatus, request.previous.written), retention.keep_all(request))
     record = recorded_status(request.config_maps.get(result_name(request.name)))
-    job, problems = _read_job(request)
+    job, problems = _read_job(request, max_answer_bytes)
     if job is None:
         return _invalid(request, problems, record)
     if request.previous.terminal or record is not None:
@@ -76,8 +80,8 @@ def sync(request: SyncRequest, now: datetime) -> SyncResponse:
     return _active(job, request, now)
 
 
-def _read_job(request: SyncRequest) -> tuple[Job | None, list[Problem]]:
-    """The job of a valid spec, or None and the spec's problems."""
+def _read_job(request: SyncRequest, max_answer_bytes: int) -> tuple[Job | None, list[Problem]]:
+    """The job of a valid spec whose answer fits the budget, or None and the problems."""
     spec, problems = load(request.parent.get("spec"))
     if spec is not None:
         problems = validate(request.name, spec)
@@ -93,7 +97,8 @@ def _read_job(request: SyncRequest) -> tuple[Job | None, list[Problem]]:
         spec_changed=request.spec_changed,
         queue=request.queue,
     )
-    return job, []
+    too_large = budget.problems(job, max_answer_bytes)
+    return (None, too_large) if too_large else (job, [])
 
 
 def _invalid(
@@ -168,7 +173,8 @@ def _active(job: Job, request: SyncRequest, now: datetime) -> SyncResponse:
     start = status.start_time(previous, pods, queued=job.queue is not None)
     waits = waiting_for(job, request.pod_group, _current(plan))
     outcome = decide(job, plan, start, now, waits)
-    new_status = status.active_status(job, previous, plan.plans, outcome, start)
+    last = last_failure(status.carried_failure(job.name, previous), pods)
+    new_status = status.active_status(job, previous, plan.plans, outcome, start, last)
     if outcome.finished:
         # Record the decision; nothing is deleted until the parent status shows it
         # (docs/run-policy.md).

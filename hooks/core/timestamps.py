@@ -33,7 +33,11 @@ def earliest(*moments: datetime | None) -> datetime | None:
 
 def moment(value: datetime | None) -> datetime | None:
     """A timestamp with its zone (as hooks/core/children.py decodes one) as the hook compares
-    and writes moments: UTC, whole seconds."""
+    and writes moments: UTC, whole seconds; None when its UTC moment falls outside the years 1
+    to 9999 (`0001-01-01T00:00:00+01:00`), which Python cannot hold."""
     if value is None or (value.tzinfo is UTC and not value.microsecond):
         return value
-    return value.astimezone(UTC).replace(microsecond=0)
+    try:
+        return value.astimezone(UTC).replace(microsecond=0)
+    except OverflowError:
+        return None

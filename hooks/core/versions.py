@@ -2,10 +2,13 @@
 
 Each old version (`v1alpha1`, `v1alpha2`) is a `Mapping`: `up` reads an object of that version
 as v1, `down` reads a v1 object as that version, each field with the meaning the old operator
-gave it. Neither needs to be lossless: `to_v1` and `from_v1` make every round trip exact with
-the stash (hooks/core/stash.py) — `mxjob.kubeflow.org/v1-fields` on an old object holds what
-it cannot hold of its v1 self, `mxjob.kubeflow.org/<version>-fields` on a v1 object what v1
-cannot hold of its old self. Both keys are reserved for the converter.
+gave it. Neither needs to be lossless: `to_v1` and `from_v1` make every round trip of the spec
+exact with the stash (hooks/core/stash.py) — `mxjob.kubeflow.org/v1-fields` on an old object
+holds what it cannot hold of its v1 self, `mxjob.kubeflow.org/<version>-fields` on a v1 object
+what v1 cannot hold of its old self. Both keys are reserved for the converter, but whoever
+writes the object writes them: a stash holds the spec only (the status is the controller's and
+reads at an old version as that version shows it), and with the v1 spec's schema `to_v1`
+refuses a stash that brings in what v1 refuses (docs/security.md#the-conversion-stash).
 
 A mapping may change only `apiVersion`, `spec`, `status` and annotations: the API server
 refuses a conversion that changes any other metadata. `down` never fails, so every stored job
@@ -19,6 +22,10 @@ from typing import Any
 
 from hooks.core import stash
 from hooks.core.api import GROUP, KIND, TYPE_BY_FOLDED_NAME, VERSION, ReplicaType
+from hooks.core.fields import dig
+from hooks.core.schema import schema_errors
+from hooks.core.spec import load
+from hooks.core.validation import validate
 
 V1 = f"{GROUP}/{VERSION}"
 #: On an old object: what its v1 self holds and it cannot.
@@ -58,13 +65,20 @@ class Mapping:
         return f"mxjob.kubeflow.org/{self.version}-fields"
 
 
-def to_v1(mapping: Mapping, obj: dict[str, Any]) -> dict[str, Any]:
-    """The v1 object of an object of `mapping`'s version; raises UnconvertibleError."""
+def to_v1(
+    mapping: Mapping, obj: dict[str, Any], v1_spec: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The v1 object of an object of `mapping`'s version; raises UnconvertibleError. With the
+    v1 spec's schema, also for a stash that brings in what v1 refuses."""
     _check(obj, mapping.api_version)
     entries, bare = stash.take(obj, V1_FIELDS)
-    converted = _with(bare, V1, stash.apply(entries, mapping.up(copy.deepcopy(bare))))
+    view = mapping.up(copy.deepcopy(bare))
+    stashed = stash.apply(entries, copy.deepcopy(view)) if entries else view
+    if v1_spec is not None and not stash.same(stashed, view):
+        _refuse_what_it_brings(obj, v1_spec, view, stashed)
+    converted = _with(bare, V1, stashed)
     back = mapping.down(copy.deepcopy(converted))
-    return stash.put(converted, mapping.fields_key, stash.patch(_view(bare), back))
+    return stash.put(converted, mapping.fields_key, stash.patch(_view(bare), stash.held(back)))
 
 
 def from_v1(mapping: Mapping, obj: dict[str, Any]) -> dict[str, Any]:
@@ -76,7 +90,7 @@ def from_v1(mapping: Mapping, obj: dict[str, Any]) -> dict[str, Any]:
         bare, mapping.api_version, stash.apply(entries, mapping.down(copy.deepcopy(bare)))
     )
     back = mapping.up(copy.deepcopy(converted))
-    return stash.put(converted, V1_FIELDS, stash.patch(_view(bare), back))
+    return stash.put(converted, V1_FIELDS, stash.patch(_view(bare), stash.held(back)))
 
 
 def _check(obj: dict[str, Any], api_version: str) -> None:
@@ -92,7 +106,33 @@ def _check(obj: dict[str, Any], api_version: str) -> None:
 
 
 def _view(obj: dict[str, Any]) -> dict[str, Any]:
-    return {key: obj[key] for key in ("spec", "status") if key in obj}
+    """What a stash compares of an object."""
+    return stash.held(obj)
+
+
+def _refuse_what_it_brings(
+    obj: dict[str, Any], v1_spec: dict[str, Any], view: View, stashed: View
+) -> None:
+    """Raise UnconvertibleError when the stash makes the v1 spec break a rule it kept without
+    it: a type, bound or enum of the schema, or a rule of the hook's (docs/api.md#validation)."""
+    name = str(dig(obj, "metadata", "name") or "")
+    broken = _refused(v1_spec, name, stashed.get("spec"))
+    brought = broken and broken - _refused(v1_spec, name, view.get("spec"))
+    if brought:
+        raise UnconvertibleError(
+            f"metadata.annotations[{V1_FIELDS}]",
+            f"brings in what {V1} refuses: {min(brought)}",
+        )
+
+
+def _refused(v1_spec: dict[str, Any], name: str, spec: object) -> set[str]:
+    """Every rule a v1 spec breaks, as `path: rule`."""
+    holder = {"type": "object", "properties": {"spec": v1_spec}}
+    found = set(schema_errors(holder, {"spec": spec}))
+    read, problems = load(spec)
+    if read is not None:
+        problems = validate(name, read)
+    return found | {str(problem) for problem in problems}
 
 
 def _with(obj: dict[str, Any], api_version: str, view: dict[str, Any]) -> dict[str, Any]:

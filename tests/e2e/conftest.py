@@ -10,6 +10,7 @@ import json
 import os
 import socket
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -18,9 +19,12 @@ from typing import Any, TypeVar
 
 import pytest
 
+from tests.required import unavailable
 from testsupport.server import local_controller
 
 REPO = Path(__file__).resolve().parents[2]
+#: The console script `make venv` installs (pyproject.toml), beside the Python running the tests.
+MXJOB = Path(sys.executable).parent / "mxjob"
 NAMESPACE = "default"
 T = TypeVar("T")
 
@@ -44,9 +48,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory, hook_port: int) -> Iterator[
 
     reason = unavailable_reason()
     if reason:
-        if os.environ.get("E2E") == "required":
-            pytest.fail(f"end-to-end tier required but unavailable: {reason}")
-        pytest.skip(f"end-to-end tier skipped: {reason}")
+        unavailable(f"end-to-end tier: {reason}")
     run_dir = tmp_path_factory.mktemp("stack")
     started = cluster.Stack(run_dir=run_dir, log=lambda line: print(line, flush=True)).start()
     try:
@@ -155,6 +157,16 @@ class Cluster:
 
     def delete(self, kind: str, name: str) -> None:
         self.kubectl("delete", kind, name, "-n", NAMESPACE, "--ignore-not-found", "--wait=false")
+
+    def mxjob(
+        self, *args: str, stdin: str | None = None, timeout: float = 180
+    ) -> subprocess.CompletedProcess[str]:
+        """The `mxjob` command as a user runs it, with this cluster's kubeconfig (docs/cli.md)."""
+        env = {**os.environ, "KUBECONFIG": str(self.stack.kubeconfig)}
+        return subprocess.run(
+            [str(MXJOB), *args], input=stdin, env=env, capture_output=True, text=True,
+            timeout=timeout, check=False,
+        )  # fmt: skip
 
 
 class Watch:

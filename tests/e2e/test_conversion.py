@@ -8,6 +8,7 @@ since this tier's API server has no pods to route to; the certificate is for `lo
 """
 
 import base64
+import copy
 import json
 import os
 import subprocess
@@ -18,8 +19,13 @@ from typing import Any
 
 import pytest
 import yaml
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
 
 from certs.authority import CA_CERT, TLS_CERT, TLS_KEY
+from certs.controller import patch_bundle
+from component.kube import api_client
+from hooks.core.versions import V1_FIELDS
 from tests.conversion_cases import OLD_EXAMPLES
 from tests.e2e.conftest import NAMESPACE, REPO, Cluster, _free_port, wait_for
 from tools.cluster.stack import tcp_open
@@ -52,8 +58,8 @@ def keeper(cluster: Cluster) -> list[str]:
 
 
 def installed_crd(cluster: Cluster, url: str) -> dict[str, Any]:
-    """The CRD of the standard install, its webhook called at `url`."""
-    built = cluster.kubectl("kustomize", str(REPO / "manifests" / "overlays" / "standard")).stdout
+    """The CRD as installed (manifests/crd, with its conversion Component), its webhook at `url`."""
+    built = cluster.kubectl("kustomize", str(REPO / "manifests" / "crd")).stdout
     (crd,) = [d for d in yaml.safe_load_all(built) if d and d["kind"] == "CustomResourceDefinition"]
     crd["spec"]["conversion"]["webhook"]["clientConfig"] = {"url": url}
     return dict(crd)
@@ -197,3 +203,138 @@ def test_a_bundle_taken_away_is_set_again_from_the_same_secret(
     after = cluster.get("secret", SECRET)
     assert after is not None
     assert after["metadata"]["resourceVersion"] == secret["metadata"]["resourceVersion"]
+
+
+# --- what a namespace user or a stolen token could do through the conversion (issue 29) ----
+
+#: A Succeeded status nothing but the hook may write.
+FORGED = {
+    "conditions": [
+        {"type": "Created", "status": "True", "reason": "MXJobCreated"},
+        {"type": "Succeeded", "status": "True", "reason": "MXJobSucceeded"},
+    ],
+}
+
+
+def stashed_job(name: str, *entries: dict[str, Any]) -> dict[str, Any]:
+    """The historical v1alpha1 file, its stash holding `entries`."""
+    job = yaml.safe_load((OLD_EXAMPLES / "v1alpha1_mx_job_dist.yaml").read_text())
+    job["metadata"] = {"name": name, "annotations": {V1_FIELDS: json.dumps(list(entries))}}
+    return dict(job)
+
+
+def test_a_stash_never_writes_the_status(cluster: Cluster, webhook: list[list[str]]) -> None:
+    """Once, the API server dropped the create's status at v1alpha1, then stored the one the
+    webhook took from the stash: the job read Succeeded at v1 before a pod existed."""
+    cluster.apply(stashed_job("e2e-forged", {"at": ["status"], "to": FORGED}))
+    stored = cluster.get("mxjobs.v1.kubeflow.org", "e2e-forged")
+    assert stored is not None
+    types = [c["type"] for c in (stored.get("status") or {}).get("conditions", [])]
+    assert "Succeeded" not in types, stored.get("status")
+    assert V1_FIELDS not in stored["metadata"].get("annotations", {})
+    cluster.delete("mxjob", "e2e-forged")
+
+
+def test_a_stash_bringing_what_v1_refuses_fails_the_write(
+    cluster: Cluster, webhook: list[list[str]]
+) -> None:
+    """Once stored as sent: v1alpha1's schema cannot see a v1 field, and the API server checks
+    nothing at v1 after the conversion."""
+    entry = {"at": ["spec", "runPolicy", "backoffLimit"], "to": -5}
+    refused = cluster.apply(stashed_job("e2e-smuggled", entry), check=False)
+    assert refused.returncode != 0
+    print(f"\na stash bringing in what v1 refuses, refused: {refused.stderr.strip()}")
+    assert f"metadata.annotations[{V1_FIELDS}]: brings in what kubeflow.org/v1 refuses" in (
+        refused.stderr
+    )
+    assert "spec.runPolicy.backoffLimit" in refused.stderr
+    assert cluster.get("mxjob", "e2e-smuggled") is None
+
+
+# This tier's kubeconfig skips TLS verification, which urllib3 warns of on every call.
+@pytest.mark.filterwarnings("ignore::urllib3.exceptions.InsecureRequestWarning")
+def test_a_keeper_with_a_stale_crd_cannot_undo_a_rotation(
+    cluster: Cluster, webhook: list[list[str]]
+) -> None:
+    """The caBundle patch tests the resourceVersion of the CRD the keeper read: once another
+    writer has changed it (another keeper's rotation), the patch is refused, not applied."""
+    ext = client.ApiextensionsV1Api(api_client(str(cluster.stack.kubeconfig)))
+    read = ext.read_custom_resource_definition(CRD)
+    cluster.kubectl("annotate", "crd", CRD, "mxjob.test/rotated=yes", "--overwrite")
+    with pytest.raises(ApiException) as refused:
+        patch_bundle(ext, CRD, read, b"an old CA")
+    assert refused.value.status == 422, refused.value.body
+    fresh = json.loads(cluster.kubectl("get", "crd", CRD, "-o", "json").stdout)
+    bundle = fresh["spec"]["conversion"]["webhook"]["clientConfig"]["caBundle"]
+    assert bundle != base64.b64encode(b"an old CA").decode()
+    cluster.kubectl("annotate", "crd", CRD, "mxjob.test/rotated-")
+
+
+KEEPER = "system:serviceaccount:mxjob-system:mxjob-certs"
+
+
+@pytest.fixture
+def keeper_policy(cluster: Cluster) -> Iterator[None]:
+    """The ValidatingAdmissionPolicy of the conversion Component (and its binding), as built."""
+    built = cluster.kubectl("kustomize", str(REPO / "manifests" / "overlays" / "standard")).stdout
+    policy = [
+        d
+        for d in yaml.safe_load_all(built)
+        if d and d["kind"].startswith("ValidatingAdmissionPolicy")
+    ]
+    assert {d["kind"] for d in policy} == {
+        "ValidatingAdmissionPolicy",
+        "ValidatingAdmissionPolicyBinding",
+    }
+    text = "\n---\n".join(yaml.safe_dump(d) for d in policy)
+    cluster.kubectl("apply", "-f", "-", stdin=text)
+    try:
+        yield
+    finally:
+        cluster.kubectl("delete", "-f", "-", "--ignore-not-found", stdin=text)
+
+
+def as_keeper(cluster: Cluster, patch: dict[str, Any]) -> subprocess.CompletedProcess[str]:
+    """A merge patch of the CRD as the keeper's account (this tier authorizes impersonation)."""
+    return cluster.kubectl(
+        "patch", "crd", CRD, f"--as={KEEPER}", "--type=merge", f"-p={json.dumps(patch)}",
+        check=False,
+    )  # fmt: skip
+
+
+def test_the_keepers_account_may_change_the_ca_bundle_and_nothing_else(
+    cluster: Cluster, webhook: list[list[str]], keeper_policy: None
+) -> None:
+    """What a stolen keeper token would do with its patch right: repoint the webhook, store
+    another version, label the CRD. The API server's policy admits the caBundle alone."""
+    before = json.loads(cluster.kubectl("get", "crd", CRD, "-o", "json").stdout)
+    bundle = before["spec"]["conversion"]["webhook"]["clientConfig"]["caBundle"]
+
+    def allowed() -> bool:
+        patch = {"spec": {"conversion": {"webhook": {"clientConfig": {"caBundle": bundle}}}}}
+        return as_keeper(cluster, patch).returncode == 0
+
+    # The policy takes a moment to reach the admission plugin after it is created: until then
+    # a label goes through (a new value each time: a patch that changes nothing passes any
+    # policy that compares the object with the old one).
+    probes = iter(range(1000))
+
+    def refuses_a_label() -> bool:
+        label = {"metadata": {"labels": {"mxjob.test/owned": str(next(probes))}}}
+        return as_keeper(cluster, label).returncode != 0
+
+    wait_for("the policy to refuse a label", refuses_a_label, 30)
+    cluster.kubectl("label", "crd", CRD, "mxjob.test/owned-")
+    repoint = {"spec": {"conversion": {"webhook": {"clientConfig": {"url": "https://evil/x"}}}}}
+    versions = copy.deepcopy(before["spec"]["versions"])
+    versions[0]["storage"], versions[1]["storage"] = False, True
+    for patch in (repoint, {"spec": {"versions": versions}}):
+        refused = as_keeper(cluster, patch)
+        assert refused.returncode != 0, patch
+        assert "the certificate keeper may change only the conversion webhook's caBundle" in (
+            refused.stderr
+        ), refused.stderr
+    assert allowed()
+    after = json.loads(cluster.kubectl("get", "crd", CRD, "-o", "json").stdout)
+    assert after["spec"] == before["spec"]
+    assert after["metadata"].get("labels") == before["metadata"].get("labels")

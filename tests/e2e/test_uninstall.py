@@ -9,7 +9,6 @@ by the job as the hook's are, and the real garbage collector decides its fate.
 """
 
 import json
-import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -17,6 +16,7 @@ import pytest
 
 from tests.builders import mxjob, replica
 from tests.e2e.conftest import REPO, wait_for
+from tests.required import unavailable
 from tools.cluster.build import HELM, default_cache_dir
 
 CRD = "mxjobs.kubeflow.org"
@@ -33,9 +33,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 
     reason = unavailable_reason() or _no_helm()
     if reason:
-        if os.environ.get("E2E") == "required":
-            pytest.fail(f"end-to-end tier required but unavailable: {reason}")
-        pytest.skip(f"end-to-end tier skipped: {reason}")
+        unavailable(f"end-to-end tier: {reason}")
     run_dir = tmp_path_factory.mktemp("uninstall")
     started = cluster.Stack(run_dir=run_dir, log=lambda line: print(line, flush=True)).start()
     try:

@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.conftest import NAMESPACE, REPO, Cluster, wait_for
+from tests.required import unavailable
 from testsupport.status_order import backwards
 
 WORKLOADS = Path(__file__).parent / "workloads"
@@ -33,9 +34,7 @@ def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 
     reason = unavailable_reason()
     if reason:
-        if os.environ.get("E2E") == "required":
-            pytest.fail(f"real-node tier required but unavailable: {reason}")
-        pytest.skip(f"real-node tier skipped: {reason}")
+        unavailable(f"real-node tier: {reason}")
     from tools.cluster import hoststate  # noqa: PLC0415
 
     reuse = os.environ.get("MXJOB_NODE_RUN")

@@ -154,7 +154,13 @@ def test_metacontroller_restart_during_a_whole_job_restart(
         cluster.wait_condition("relay", "Succeeded")
     statuses = recorder.check()
     assert set(during["pods"]) == set(pids)  # run 0's pods gone, one pod per replica
-    assert during["services"] == before["services"]  # Services keep their names and objects
+    # Services keep their names; each is made again for run 1, selecting run 1's pods alone
+    # (docs/restarts.md, "Whole-job restart").
+    assert set(during["services"]) == set(before["services"])
+    assert not set(during["services"].values()) & set(before["services"].values())
+    for name in during["services"]:
+        service = cluster.get("service", name)
+        assert service is not None and service["spec"]["selector"]["mxjob.kubeflow.org/run"] == "1"
     assert set(during["configmaps"]) == {*before["configmaps"], "relay-mxjob-run-1"}
     after = cluster.children("relay")  # nothing of a run 2 since
     assert set(after["pods"]) <= set(pids)

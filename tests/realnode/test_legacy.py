@@ -6,11 +6,13 @@ it: every container's image becomes the test MXNet image, its command the tier's
 (`python -c <train.py>`; the old `args` and `workingDir` named a script that image does not have),
 and GPU limits go (the node has no GPU). Nothing else changes: names, replica counts, restart
 policies, ports, `jobMode`, `PsRootPort` and the v1 file's inline `cleanPodPolicy` are the
-file's own.
+file's own. And with the webhook's Deployment at 0, v1 jobs run on and old-version requests fail
+saying why.
 """
 
 import json
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +20,7 @@ import pytest
 import yaml
 
 from tests.e2e.conftest import NAMESPACE, REPO, wait_for
-from tests.realnode.conftest import WORKLOADS, Node
+from tests.realnode.conftest import HOOK_NAMESPACE, WORKLOADS, Node, waiting_job
 
 FINISHED = "finished 30 rounds"
 SEEDS = {
@@ -98,3 +100,58 @@ def test_a_seed_documents_job_trains_at_the_version_it_was_written_for(
             assert FINISHED in cluster.logs(pod), pod
     cluster.delete("mxjob", name)
     cluster.wait_gone("mxjob", name)
+
+
+CONVERT = "deployment/mxjob-convert"
+
+
+@pytest.fixture
+def webhook_down(cluster: Node) -> Iterator[Node]:
+    """The conversion webhook's Deployment at 0 and its pods gone; at 2 and ready again after,
+    pass or fail."""
+    try:
+        cluster.kubectl("scale", "-n", HOOK_NAMESPACE, CONVERT, "--replicas=0")
+        selector = "app.kubernetes.io/name=mxjob-convert"
+        wait_for(
+            "no conversion webhook pod",
+            lambda: (
+                not json.loads(
+                    cluster.kubectl(
+                        "get", "pods", "-n", HOOK_NAMESPACE, "-l", selector, "-o", "json"
+                    ).stdout
+                )["items"]
+            ),
+            60,
+        )
+        yield cluster
+    finally:
+        cluster.kubectl("scale", "-n", HOOK_NAMESPACE, CONVERT, "--replicas=2")
+        cluster.wait_rollout(HOOK_NAMESPACE, CONVERT)
+
+
+def test_v1_jobs_run_while_the_conversion_webhook_is_down(webhook_down: Node) -> None:
+    """Metacontroller, kubectl and the hook speak v1, which never calls the webhook: a v1 job
+    is created, read, synced and finished with no webhook pod; a request at an old version
+    fails, and its message says it was the conversion webhook."""
+    cluster = webhook_down
+    started = time.monotonic()
+    cluster.apply(waiting_job(cluster, "no-webhook", workers=1))
+    assert cluster.get("mxjob", "no-webhook") is not None
+    listed = cluster.kubectl("get", "mxjobs", "-n", NAMESPACE).stdout
+    assert "no-webhook" in listed, listed
+    pids = cluster.running_pids("no-webhook", 1)
+    cluster.wait_condition("no-webhook", "Running")
+    cluster.finish(pids["no-webhook-worker-0"])
+    cluster.wait_condition("no-webhook", "Succeeded")
+    took = time.monotonic() - started
+    old = cluster.kubectl(
+        "get", "mxjobs.v1alpha1.kubeflow.org", "no-webhook", "-n", NAMESPACE, check=False
+    )
+    assert old.returncode != 0
+    print(f"\nwebhook down: a v1 job Succeeded {took:.1f} s after apply; v1alpha1: {old.stderr}")
+    assert "conversion webhook" in old.stderr and "mxjob-convert" in old.stderr, old.stderr
+    written = yaml.safe_load((REPO / "examples" / "legacy" / "v1alpha1_proposal.yaml").read_text())
+    refused = cluster.apply(written, check=False)
+    assert refused.returncode != 0
+    assert "conversion webhook" in refused.stderr, refused.stderr
+    assert cluster.get("mxjob", written["metadata"]["name"]) is None

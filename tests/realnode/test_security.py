@@ -209,6 +209,47 @@ def least_privileged(cluster: Node) -> Iterator[str]:
             cluster.kubectl("delete", "-k", directory, "--ignore-not-found")
 
 
+CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+MXJOBS_CRD = f"{CRDS}/mxjobs.kubeflow.org"
+KEPT_TO = "the certificate keeper may change only the conversion webhook's caBundle"
+
+
+def test_certificate_keeper_token_sets_the_ca_bundle_and_nothing_else(cluster: Node) -> None:
+    """The keeper's token (issue 29): RBAC lets it read and patch the one CRD and its one Secret;
+    the ValidatingAdmissionPolicy `mxjob-certs` lets a patch change the caBundle alone, so the
+    token cannot repoint the conversion webhook, store another version or mark the CRD."""
+    keeper = token(cluster, "mxjob-certs", HOOK_NAMESPACE)
+    secrets = f"/api/v1/namespaces/{HOOK_NAMESPACE}/secrets"
+    assert api(cluster, keeper, "GET", f"{secrets}/mxjob-convert-tls")[0] == 200
+    assert api(cluster, keeper, "GET", secrets)[0] == 403
+    assert (
+        api(cluster, keeper, "GET", f"{CRDS}/compositecontrollers.metacontroller.k8s.io")[0] == 403
+    )
+    assert api(cluster, keeper, "DELETE", MXJOBS_CRD)[0] == 403
+    code, crd = api(cluster, keeper, "GET", MXJOBS_CRD)
+    assert code == 200
+    webhook = crd["spec"]["conversion"]["webhook"]
+    versions = crd["spec"]["versions"]
+    swapped = [{**v, "storage": v["name"] == "v1alpha1"} for v in versions]
+    for patch in (
+        {"spec": {"conversion": {"webhook": {"clientConfig": {"service": {"name": "evil"}}}}}},
+        {"spec": {"versions": swapped}},
+        {"metadata": {"labels": {"mxjob.test/owned": "yes"}}},
+    ):
+        code, refused = api(cluster, keeper, "PATCH", MXJOBS_CRD, patch)
+        assert (code, KEPT_TO in refused.get("message", "")) == (403, True), (patch, refused)
+    same = {
+        "spec": {
+            "conversion": {
+                "webhook": {"clientConfig": {"caBundle": webhook["clientConfig"]["caBundle"]}}
+            }
+        }
+    }
+    assert api(cluster, keeper, "PATCH", MXJOBS_CRD, same)[0] == 200
+    after = cluster.get("crd", "mxjobs.kubeflow.org")
+    assert after is not None and after["spec"] == crd["spec"]
+
+
 def allowed(cluster: Node, bearer: str, verb: str, group: str, resource: str) -> bool:
     """The authorizer's answer for the token's owner (SelfSubjectAccessReview)."""
     review = {
@@ -272,11 +313,22 @@ def test_aggregated_role_grants_the_children_and_nothing_more(
         # Authorized, then not found: the delete was allowed to look.
         code, body = api(cluster, bearer, "DELETE", f"/api/v1/namespaces/default/{kind}/none{dry}")
         assert code == 404, (kind, body)
-    for verb in ("get", "list", "watch", "update", "patch"):
+    for verb in ("get", "list", "watch", "update"):
         assert allowed(cluster, bearer, verb, "kubeflow.org", "mxjobs"), verb
     assert allowed(cluster, bearer, "update", "kubeflow.org", "mxjobs/status")
-    assert not allowed(cluster, bearer, "delete", "kubeflow.org", "mxjobs")
-    assert not allowed(cluster, bearer, "create", "kubeflow.org", "mxjobs")
+    # What Metacontroller v4.17.2 never calls (issue 29): patches of the job or its status, a
+    # read of the status subresource, Events updated or of events.k8s.io.
+    for verb, group, resource in (
+        ("delete", "kubeflow.org", "mxjobs"),
+        ("create", "kubeflow.org", "mxjobs"),
+        ("patch", "kubeflow.org", "mxjobs"),
+        ("patch", "kubeflow.org", "mxjobs/status"),
+        ("get", "kubeflow.org", "mxjobs/status"),
+        ("update", "", "events"),
+        ("create", "events.k8s.io", "events"),
+    ):
+        assert not allowed(cluster, bearer, verb, group, resource), (verb, group, resource)
+    assert allowed(cluster, bearer, "patch", "", "events")
     for group in ("scheduling.volcano.sh", "scheduling.x-k8s.io"):
         for verb in ("create", "delete", "watch"):
             assert allowed(cluster, bearer, verb, group, "podgroups"), (group, verb)

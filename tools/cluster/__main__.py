@@ -176,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
         "--install-project",
         action="store_true",
         help="kwok: apply the CRD file of manifests/crd, start the hook, apply "
-        "metacontroller/overlays/local; node: install Metacontroller and "
+        "metacontroller/overlays/local; node: install Metacontroller, manifests/crd and "
         "manifests/overlays/standard in the cluster",
     )
     up.add_argument("--hook-cmd", default="make run", help="hook command (gets $PORT)")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import shlex
 import shutil
 import subprocess
 import tempfile
@@ -230,18 +231,31 @@ class Builder:
                 binary = build.METACONTROLLER.binary(self.cache, "metacontroller")
                 shutil.copyfile(binary, context / "metacontroller")
                 (context / "metacontroller").chmod(0o755)
-            self._buildah(
-                "bud",
+            flags = [
                 "--pull-never",
                 "--network=host",
                 "--isolation=chroot",
                 "--layers=false",
                 f"--build-arg={image.base_arg}={base_ref}",
-                f"--file={image.dockerfile}",
-                f"--tag={ref}",
-                str(context),
-                log_file=log_file,
-            )
+            ]
+            if image is HOOK:
+                # As the README tells users: `make image`, its engine buildah, with the storage
+                # and flags of this builder (IMAGE_ARGS) and the base built here.
+                flags = [*self._storage_args(), *flags]
+                make = [
+                    "make", "-s", "-C", str(REPO), "image", "ENGINE=buildah", f"IMAGE={ref}",
+                    f"IMAGE_ARGS={shlex.join(flags)}",
+                ]  # fmt: skip
+                _run(make, log_file)
+            else:
+                self._buildah(
+                    "bud",
+                    *flags,
+                    f"--file={image.dockerfile}",
+                    f"--tag={ref}",
+                    str(context),
+                    log_file=log_file,
+                )
         self._push(ref, archive, log_file)
         self.log(f"built {ref} in {time.monotonic() - started:.0f}s")
         return Built(ref, archive)

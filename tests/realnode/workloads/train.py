@@ -18,13 +18,20 @@ The check below therefore takes the number of pushes a round merged from the cou
 requires the pulled value to be exactly the previous value plus this worker's push plus that
 many pushes of the others (all of them in every ordinary round); the replacement starts at the
 round after the one its `init` completed.
+
+A training script's own error, on demand: the pod named $RAISE_IN raises FloatingPointError at
+round $RAISE_AT_ROUND (its replacement, named `-r1`, does not). Its traceback goes to the log,
+where the kubelet finds the end of it for the termination message, and the process exits 1 at
+once: through MXNet's own shutdown it would wait in a ps-lite barrier for the other workers.
 """
 
 import itertools
 import math
 import os
+import socket
 import sys
 import time
+import traceback
 
 import mxnet as mx
 import numpy as np
@@ -84,7 +91,11 @@ def main() -> int:
     again = f"run {os.environ.get('MXJOB_RUN')}, attempt {os.environ.get('MXJOB_ATTEMPT')}"
     print(f"worker {rank}/{workers} ({kv.type}) starts at round {done} of {rounds}", flush=True)
     print(f"this process is {again}", flush=True)
+    raise_at = int(os.environ.get("RAISE_AT_ROUND", "-1"))
+    raising = os.environ.get("RAISE_IN") == socket.gethostname()
     for step in range(done, rounds):
+        if raising and step == raise_at:
+            raise FloatingPointError(f"loss is nan at round {step}")
         previous = value
         w = previous[:DIM]
         mine = push_of(rank, step, w, w_true)
@@ -109,4 +120,9 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except FloatingPointError:
+        traceback.print_exc()
+        sys.stderr.flush()
+        os._exit(1)

@@ -1,0 +1,116 @@
+"""The MXJob CRD's OpenAPI schema, checked as kube-apiserver checks it: structural defaults, then
+types, enums, bounds and required fields (the CEL rules are the hook's own validation, which
+makes the same checks: docs/api.md#validation).
+
+An `openAPIV3Schema` is OpenAPI, not JSON Schema: `to_json_schema` drops the `x-kubernetes-*`
+keys, turns `nullable` into a null type, and closes every object that declares properties
+(kube-apiserver prunes unknown fields and `kubectl apply` reports them as errors in its default
+strict mode) unless it keeps unknown fields. The schema is data: the caller reads the CRD.
+"""
+
+import copy
+import re
+from datetime import datetime
+from typing import Any
+
+import jsonschema
+
+_DATE_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$")
+_DURATION = re.compile(r"^([0-9]+(\.[0-9]*)?(ns|us|µs|ms|s|m|h))+$")
+FORMATS = jsonschema.FormatChecker(formats=())
+
+
+def _is_date_time(value: object) -> bool:
+    if not isinstance(value, str):
+        return True
+    if not _DATE_TIME.match(value):
+        return False
+    datetime.fromisoformat(value.replace("z", "Z").replace("t", "T"))
+    return True
+
+
+def _is_int32(value: object) -> bool:
+    return not isinstance(value, int) or -(2**31) <= value < 2**31
+
+
+def _is_int64(value: object) -> bool:
+    return not isinstance(value, int) or -(2**63) <= value < 2**63
+
+
+def _is_duration(value: object) -> bool:
+    return not isinstance(value, str) or bool(_DURATION.match(value))
+
+
+FORMATS.checks("date-time", raises=ValueError)(_is_date_time)
+FORMATS.checks("int32")(_is_int32)
+FORMATS.checks("int64")(_is_int64)
+FORMATS.checks("duration")(_is_duration)
+
+
+_DROPPED = {"description", "default", "example", "externalDocs", "nullable"}
+
+
+def to_json_schema(node: dict[str, Any], *, root: bool = True) -> dict[str, Any]:
+    """An OpenAPI v3 (structural) schema as a JSON Schema (see the module docstring).
+
+    The root `metadata` stays open: it is ObjectMeta, which the API server checks itself.
+    """
+
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        if key.startswith("x-kubernetes-") or key in _DROPPED:
+            continue
+        if key == "properties":
+            out[key] = {
+                name: to_json_schema(sub, root=False)
+                | ({} if not (root and name == "metadata") else {"additionalProperties": True})
+                for name, sub in value.items()
+            }
+        elif key in ("additionalProperties", "items", "not") and isinstance(value, dict):
+            out[key] = to_json_schema(value, root=False)
+        elif key in ("anyOf", "allOf", "oneOf"):
+            out[key] = [to_json_schema(sub, root=False) for sub in value]
+        else:
+            out[key] = value
+    if node.get("x-kubernetes-int-or-string") is True and "anyOf" not in out:
+        out["anyOf"] = [{"type": "integer"}, {"type": "string"}]
+    if node.get("nullable") is True and "type" in out:
+        out["type"] = [out["type"], "null"]
+    keeps_unknown = node.get("x-kubernetes-preserve-unknown-fields") is True
+    if "properties" in node and "additionalProperties" not in node and not keeps_unknown:
+        out["additionalProperties"] = False
+    return out
+
+
+def schema_errors(schema: dict[str, Any], value: object) -> list[str]:
+    """`path: message` for every violation of an OpenAPI schema, sorted."""
+    validator = jsonschema.Draft7Validator(to_json_schema(schema), format_checker=FORMATS)
+    return sorted(
+        f"{_path(error.absolute_path)}: {error.message}" for error in validator.iter_errors(value)
+    )
+
+
+def _path(parts: Any) -> str:
+    text = ""
+    for part in parts:
+        text += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return text.lstrip(".") or "<root>"
+
+
+def apply_defaults(schema: dict[str, Any], value: Any) -> Any:
+    """Structural defaulting, in place: absent properties with a `default` get it, recursively."""
+    if isinstance(value, dict):
+        properties = schema.get("properties", {})
+        for name, sub in properties.items():
+            if name not in value and "default" in sub:
+                value[name] = copy.deepcopy(sub["default"])
+        extra = schema.get("additionalProperties")
+        for name, item in value.items():
+            if name in properties:
+                apply_defaults(properties[name], item)
+            elif isinstance(extra, dict):
+                apply_defaults(extra, item)
+    elif isinstance(value, list) and isinstance(schema.get("items"), dict):
+        for item in value:
+            apply_defaults(schema["items"], item)
+    return value

@@ -1,0 +1,122 @@
+"""What one namespace's user can send the hook, and what it must still do: one test per attack
+of docs/security.md that the hook answers itself (the cluster-wide ones are in tests/e2e and
+tests/realnode). Every request goes through the Flask app in testing mode, so a bug raises.
+"""
+
+import json
+from typing import Any
+
+import pytest
+from flask.testing import FlaskClient
+
+from hooks.core.versions import V1, V1_FIELDS
+from tests.builders import cluster_after, mxjob, replica, request, run, running
+from tests.conversion_cases import review
+
+Json = dict[str, Any]
+#: Readable RFC 3339, but outside the years Python holds once in UTC.
+OUT_OF_RANGE = ("0001-01-01T00:00:00+01:00", "9999-12-31T23:59:59-01:00")
+
+
+def worker_job() -> Json:
+    return mxjob(replicas={"Worker": replica(1)})
+
+
+def running_children(job: Json) -> list[Json]:
+    return [running(c) if c["kind"] == "Pod" else c for c in cluster_after(run(request(job)))]
+
+
+def sync(client: FlaskClient, body: Json) -> Json:
+    answer = client.post("/sync", json=body)
+    assert answer.status_code == 200, answer.data
+    result: Json = answer.get_json()
+    return result
+
+
+@pytest.mark.parametrize("moment", OUT_OF_RANGE)
+def test_a_start_time_outside_the_utc_years_is_unknown_not_a_500(
+    client: FlaskClient, moment: str
+) -> None:
+    """Once an OverflowError in parse_time: a 500 for that job on every sync, for ever. The
+    start is then taken from the pods, as for a status the hook cannot read."""
+    job = worker_job()
+    children = running_children(job)
+    before = run(request(job, children)).status
+    job["status"] = {**before, "startTime": moment}
+    answer = sync(client, request(job, children))
+    assert answer["status"]["conditions"][-1]["type"] == "Running"
+    assert answer["status"]["startTime"] == before["startTime"]
+
+
+# --- the conversion stash: written by whoever writes the object ---------------------------
+
+#: A Succeeded status nothing but the hook may write.
+FORGED = {
+    "conditions": [
+        {"type": "Created", "status": "True", "reason": "MXJobCreated"},
+        {"type": "Succeeded", "status": "True", "reason": "MXJobSucceeded"},
+    ],
+    "completionTime": "2026-03-01T12:00:00Z",
+}
+
+
+def old_job(*entries: Json) -> Json:
+    """A v1alpha1 job as a namespace editor writes it, its stash holding `entries`."""
+    template = {"spec": {"containers": [{"name": "mxnet", "image": "mxjob/mxnet:gpu"}]}}
+    return {
+        "apiVersion": "kubeflow.org/v1alpha1",
+        "kind": "MXJob",
+        "metadata": {
+            "name": "mnist",
+            "namespace": "team-a",
+            "annotations": {V1_FIELDS: json.dumps(list(entries))},
+        },
+        "spec": {
+            "replicaSpecs": [{"mxReplicaType": "WORKER", "replicas": 1, "template": template}]
+        },
+    }
+
+
+def convert(client: FlaskClient, obj: Json) -> Json:
+    answer = client.post("/convert", json=review(V1, obj))
+    assert answer.status_code == 200, answer.data
+    response: Json = answer.get_json()["response"]
+    return response
+
+
+def test_a_stash_never_writes_the_status(client: FlaskClient) -> None:
+    """Once applied as written: a write at v1alpha1 set the v1 status the RBAC keeps for the
+    controller (the API server drops the status of a create before it converts)."""
+    response = convert(client, old_job({"at": ["status"], "to": FORGED}))
+    assert response["result"] == {"status": "Success"}
+    (converted,) = response["convertedObjects"]
+    assert "status" not in converted
+    assert V1_FIELDS not in converted["metadata"].get("annotations", {})
+
+
+@pytest.mark.parametrize(
+    ("entry", "named"),
+    [
+        ({"at": ["spec", "runPolicy", "backoffLimit"], "to": -5}, "backoffLimit"),
+        (
+            {"at": ["spec", "mxReplicaSpecs", "Worker", "replicas"], "was": 1, "to": 100_000},
+            "spec.mxReplicaSpecs.Worker.replicas",
+        ),
+        ({"at": ["spec", "jobMode"], "was": "MXTrain", "to": "MXTune"}, "Tuner.replicas"),
+        # JSON's `true` is no 1, though Python's == says it is.
+        (
+            {"at": ["spec", "mxReplicaSpecs", "Worker", "replicas"], "was": 1, "to": True},
+            "spec.mxReplicaSpecs.Worker.replicas",
+        ),
+    ],
+)
+def test_a_stash_never_brings_in_what_v1_refuses(
+    client: FlaskClient, entry: Json, named: str
+) -> None:
+    """Once applied unchecked, past every rule of the v1 schema (the API server checks a write
+    at v1alpha1 against v1alpha1's): the conversion fails, and so the write, naming both."""
+    response = convert(client, old_job(entry))
+    assert response["result"]["status"] == "Failure"
+    message = response["result"]["message"]
+    assert f"metadata.annotations[{V1_FIELDS}]: brings in what {V1} refuses" in message
+    assert named in message, message

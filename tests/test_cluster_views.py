@@ -1,0 +1,247 @@
+"""What `mxjob get`, `describe`, `wait` and `logs` show (docs/cli.md), from objects as the API
+server gives them: table tests of the pure parts (hooks/jobs/view.py, waiting.py, replicas.py,
+follow.py's line splitting). The commands against real clusters: tests/e2e/test_cli.py (KWOK)
+and tests/realnode/test_last_failure.py."""
+
+import argparse
+import copy
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from hooks.jobs import view
+from hooks.jobs.follow import Prefixes, _lines
+from hooks.jobs.options import _duration
+from hooks.jobs.replicas import ReplicaFilter, job_replicas
+from hooks.jobs.waiting import ENDED_OTHERWISE, REACHED, Goal, verdict
+from tests import golden
+from tests.builders import NOW
+
+FIXTURES = golden.FIXTURES
+
+
+def job_after(case: str) -> dict[str, Any]:
+    """The job of a golden case with the status the hook answered, as the API server holds it."""
+    recorded = golden.load(FIXTURES / case)
+    job: dict[str, Any] = copy.deepcopy(recorded.request["parent"])
+    job["status"] = recorded.response["status"]
+    return job
+
+
+def pods_of(case: str) -> list[dict[str, Any]]:
+    recorded = golden.load(FIXTURES / case)
+    return list(recorded.request["children"].get("Pod.v1", {}).values())
+
+
+@pytest.mark.parametrize(
+    ("seconds", "shown"),
+    [
+        (0, "0s"),
+        (119, "119s"),
+        (125, "2m5s"),
+        (600, "10m"),
+        (3 * 3600 + 60, "3h1m"),
+        (9 * 3600, "9h"),
+        (50 * 3600, "2d2h"),
+        (30 * 86400, "30d"),
+        (800 * 86400, "2y"),
+        (-5, "0s"),  # a clock behind the API server's
+    ],
+)
+def test_age_is_written_as_kubectl_writes_it(seconds: int, shown: str) -> None:
+    assert view.age(NOW - timedelta(seconds=seconds), NOW) == shown
+
+
+def test_a_table_fits_the_width_by_cutting_its_last_column_then_dropping_columns() -> None:
+    rows = [["mnist", "Running", "MXJob mnist is running; a long message " * 3]]
+    lines = view.table(["NAME", "STATE", "MESSAGE"], rows, view.Paint(), width=40)
+    assert lines[0] == "NAME    STATE     MESSAGE"
+    assert lines[1].startswith("mnist   Running   MXJob mnist") and lines[1].endswith("…")
+    assert len(lines[1]) == 40
+    wide = view.table(["NAME", "STATE", "MESSAGE"], rows, view.Paint(), width=None)
+    assert wide[1].endswith("message")
+    dropped = view.table(["NAME", "STATE", "MESSAGE"], rows, view.Paint(), 30, drop=["MESSAGE"])
+    assert dropped == ["NAME    STATE", "mnist   Running"]
+
+
+def test_colours_only_when_painting_is_on() -> None:
+    rows = [[view.Cell("Failed", "red")]]
+    assert view.table(["STATE"], rows, view.Paint(on=False)) == ["STATE", "Failed"]
+    assert view.table(["STATE"], rows, view.Paint(on=True)) == [
+        "\x1b[1mSTATE\x1b[0m",
+        "\x1b[31mFailed\x1b[0m",
+    ]
+
+
+def test_text_from_the_cluster_cannot_move_the_cursor() -> None:
+    assert view.safe("a\x1b[2Jb\nc\u202ed\x07") == "a[2Jb cd"
+
+
+def test_get_sums_the_replicas_and_shows_the_latest_state() -> None:
+    summary = view.summarize(job_after("exitcode-replacement-running"))
+    assert (summary.name, summary.state, summary.reason) == ("mnist", "Running", "MXJobRunning")
+    total = summary.total
+    assert (total.desired, total.active, total.failed, total.restarts) == (4, 4, 0, 1)
+    assert list(summary.by_type) == ["Scheduler", "Server", "Worker"]
+    lines = view.job_table([summary], NOW, view.Paint(), None, namespaces=False)
+    assert lines[0].split() == [
+        "NAME", "STATE", "ACTIVE", "SUCCEEDED", "FAILED", "RESTARTS", "AGE", "MESSAGE",
+    ]  # fmt: skip
+    assert lines[1].split()[:7] == ["mnist", "Running", "4/4", "0", "0", "1", "60m"]
+    narrow = view.job_table([summary], NOW, view.Paint(), 70, namespaces=True)
+    assert narrow[0].split() == [
+        "NAMESPACE",
+        "NAME",
+        "STATE",
+        "ACTIVE",
+        "FAILED",
+        "RESTARTS",
+        "AGE",
+    ]
+    assert max(map(len, narrow)) <= 70
+    data = summary.as_json(NOW)
+    assert (data["state"], data["restarts"], data["replicas"]["Worker"]["desired"]) == (
+        "Running",
+        1,
+        2,
+    )
+
+
+def test_describe_tells_conditions_pods_in_order_and_the_last_failure() -> None:
+    job = job_after("replacement-running-keeps-last-failure")
+    pods = pods_of("replacement-running-keeps-last-failure")
+    events = [
+        {
+            "type": "Warning",
+            "reason": "MXJobRestarting",
+            "message": job["status"]["conditions"][-2]["message"],
+            "lastTimestamp": "2026-03-01T12:20:00Z",
+            "source": {"component": "mxjob"},
+        }
+    ]
+    text = "\n".join(view.describe(job, pods, events, NOW, view.Paint(), None))
+    assert "State:       Running (MXJobRunning)" in text
+    pod_lines = [line.split()[0] for line in text.split("Pods:\n")[1].split("\n\n")[0].split("\n")]
+    assert pod_lines[1:] == ["scheduler-0", "server-0", "worker-0", "worker-0-r1", "worker-1"]
+    assert (
+        "  worker-0 (pod mnist-worker-0, attempt 0) exited with code 1 (Error) 40m ago\n"
+        '      File "/workloads/train.py", line 128, in <module>' in text
+    )
+    assert (
+        text.split("Last failure:\n")[1]
+        .split("\n\n")[0]
+        .endswith("    FloatingPointError: loss is nan at round 7")
+    )
+    assert "Warning   MXJobRestarting   40m   mxjob" in text
+    assert "\x1b" not in text
+    data = view.description_json(job, pods, events, NOW)
+    assert [p["replica"] for p in data["pods"]][3] == "worker-0-r1"
+    assert data["lastFailure"]["exitCode"] == 1
+
+
+def test_describe_of_a_job_without_pods_or_events_says_so() -> None:
+    job = job_after("last-failure-outlives-the-pods")
+    text = "\n".join(view.describe(job, [], [], NOW, view.Paint(), 80))
+    assert "(none: not created yet, or deleted as cleanPodPolicy says)" in text
+    assert "FloatingPointError: loss is nan at round 7" in text
+    assert all(len(line) <= 80 for line in text.split("\n") if not line.startswith("    "))
+
+
+@pytest.mark.parametrize(
+    ("case", "goal", "status", "first"),
+    [
+        ("dist-succeeded", Goal.SUCCEEDED, REACHED, "mxjob/mnist Succeeded"),
+        ("dist-succeeded", Goal.RUNNING, REACHED, "mxjob/mnist Succeeded"),
+        ("dist-succeeded", Goal.FAILED, ENDED_OTHERWISE, "mxjob/mnist Succeeded, not Failed"),
+        ("worker-traceback-fails-the-job", Goal.FAILED, REACHED, "mxjob/mnist Failed"),
+        (
+            "worker-traceback-fails-the-job",
+            Goal.SUCCEEDED,
+            ENDED_OTHERWISE,
+            "mxjob/mnist Failed, not Succeeded:",
+        ),
+        ("dist-all-running", Goal.RUNNING, REACHED, "mxjob/mnist Running"),
+    ],
+)
+def test_wait_ends_on_the_state_or_on_an_end_that_rules_it_out(
+    case: str, goal: Goal, status: int, first: str
+) -> None:
+    found = verdict("mnist", job_after(case), goal)
+    assert found is not None
+    assert (found.status, found.lines[0]) == (status, first)
+
+
+def test_wait_on_a_failed_job_prints_why_and_the_log_tail() -> None:
+    found = verdict("mnist", job_after("worker-traceback-fails-the-job"), Goal.SUCCEEDED)
+    assert found is not None
+    assert found.lines[1].startswith("MXJob mnist has failed: Worker replica 1")
+    assert found.lines[2] == "the log of mnist-worker-1 ends:"
+    assert found.lines[-1] == "  FloatingPointError: loss is nan at round 7"
+
+
+@pytest.mark.parametrize(
+    ("case", "goal"),
+    [
+        ("dist-all-running", Goal.SUCCEEDED),
+        ("dist-first-sync", Goal.RUNNING),
+        ("worker-traceback-in-the-restart", Goal.RUNNING),  # Restarting: not Running now
+    ],
+)
+def test_wait_goes_on_while_the_state_may_still_come(case: str, goal: Goal) -> None:
+    assert verdict("mnist", job_after(case), goal) is None
+
+
+def test_wait_for_a_deleted_job_ends() -> None:
+    found = verdict("mnist", None, Goal.SUCCEEDED)
+    assert found is not None and found.status == ENDED_OTHERWISE
+
+
+@pytest.mark.parametrize(
+    ("text", "picked"),
+    [
+        ("worker-1", ["worker-1", "worker-1-r1"]),
+        ("Worker", ["worker-0", "worker-1", "worker-1-r1"]),
+        ("scheduler-0", ["scheduler-0"]),
+        ("server-3", []),
+    ],
+)
+def test_replica_picks_one_replica_with_every_attempt_or_one_type(
+    text: str, picked: list[str]
+) -> None:
+    names = ["mnist-worker-1-r1", "mnist-server-0", "mnist-worker-1", "x-worker-0"]
+    names += ["mnist-scheduler-0", "mnist-worker-0", "mnist-worker-1-config"]
+    pods = [{"metadata": {"name": n}} for n in names]
+    chosen = ReplicaFilter(text)
+    assert [r.label for r, _ in job_replicas("mnist", pods) if chosen(r)] == picked
+
+
+@pytest.mark.parametrize("text", ["chief-0", "worker-x", "", "-1"])
+def test_replica_names_a_type(text: str) -> None:
+    with pytest.raises(ValueError, match="names no replica"):
+        ReplicaFilter(text)
+
+
+def test_log_lines_are_split_whole_across_chunks() -> None:
+    rest = bytearray()
+    assert _lines(b"one\ntw", rest) == ["one"]
+    assert _lines(b"o\r\n\xffthree", rest) == ["two"]
+    assert _lines(b"\n", rest) == ["\ufffdthree"]
+    assert rest == b""
+    prefixes = Prefixes(view.Paint())
+    for label in ("worker-1", "scheduler-0", "worker-1-r1"):
+        prefixes.add(label)
+    assert prefixes("worker-1") == "worker-1    |"
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"), [("90", 90.0), ("90s", 90.0), ("10m", 600.0), ("1h30m", 5400.0)]
+)
+def test_durations(text: str, seconds: float) -> None:
+    assert _duration(text) == seconds
+
+
+@pytest.mark.parametrize("text", ["", "ten", "5d", "1m1h"])
+def test_a_duration_that_is_none_is_refused(text: str) -> None:
+    with pytest.raises(argparse.ArgumentTypeError):
+        _duration(text)
