@@ -139,9 +139,9 @@ def running(cluster: Cluster, name: str, count: int) -> dict[str, dict[str, Any]
     return pods if len(pods) == count and up else None
 
 
-def queued_message(cluster: Cluster, name: str) -> str | None:
+def queued_message(cluster: Cluster, name: str, queue: str = QUEUE) -> str | None:
     found = cluster.condition(name)
-    return found[2] if found and f"queued by Kueue in LocalQueue {QUEUE}" in found[2] else None
+    return found[2] if found and f"queued by Kueue in LocalQueue {queue}" in found[2] else None
 
 
 def workload(name: str, run: int = 0) -> str:
@@ -331,6 +331,11 @@ def test_a_job_managed_by_another_controller_is_left_alone(cluster: Cluster) -> 
 BLOCK, RACK = "example.com/block", "example.com/rack"
 TAS_POOL = "tas"
 TAS_QUEUE = "mxjob-tas"
+#: The TAS pool's taint, tolerated by the job's own pod templates: Kueue v0.17's
+#: TASReplaceNodeOnNodeTaints checks a node's taints against the Workload's pod sets, which are
+#: the pods as made (without the flavor's tolerations), and without this fails a pending
+#: replacement and evicts the job from the "unhealthy" node (docs/scheduling.md#topology).
+TAS_TOLERATION = {"key": schedulers.POOL_LABEL, "operator": "Exists", "effect": "NoSchedule"}
 #: Four 2-CPU KWOK nodes, one per rack, two racks per block: a block holds 4 CPUs.
 TAS_NODES = {
     "tas-0": ("b0", "r0"),
@@ -363,9 +368,7 @@ def tas_objects() -> list[dict[str, Any]]:
             "spec": {
                 "nodeLabels": {schedulers.POOL_LABEL: TAS_POOL},
                 "topologyName": "mxjob-topology",
-                "tolerations": [
-                    {"key": schedulers.POOL_LABEL, "operator": "Exists", "effect": "NoSchedule"}
-                ],
+                "tolerations": [TAS_TOLERATION],
             },
         },
         {
@@ -419,6 +422,8 @@ def topology(cluster: Cluster, kueue: None) -> Iterator[None]:
 def placed_job(name: str, replicas: dict[str, Any], mode: str = "Required") -> dict[str, Any]:
     """A job in the TAS queue whose Servers and Workers must (or should) share a block."""
     obj = job(name, replicas, schedulingPolicy={"topology": {"level": BLOCK, "mode": mode}})
+    for spec in obj["spec"]["mxReplicaSpecs"].values():
+        spec["template"]["spec"]["tolerations"] = [TAS_TOLERATION]
     obj["metadata"]["labels"] = {"kueue.x-k8s.io/queue-name": TAS_QUEUE}
     return obj
 
@@ -480,7 +485,7 @@ def test_a_job_too_big_for_a_block_waits_when_required_and_spreads_when_preferre
     required, preferred = "tas-required", "tas-preferred"
     replicas = {"Scheduler": cpus(1, "500m"), "Server": cpus(1, "1"), "Worker": cpus(4, "1")}
     cluster.apply(placed_job(required, replicas))
-    wait_for(f"{required} queued", lambda: queued_message(cluster, required), 60)
+    wait_for(f"{required} queued", lambda: queued_message(cluster, required, TAS_QUEUE), 60)
 
     def refused() -> str | None:
         found = workload_condition(cluster, workload(required), "QuotaReserved")
