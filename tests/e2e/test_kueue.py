@@ -179,6 +179,29 @@ def gone(cluster: Cluster, name: str) -> bool:
     return not cluster.pods(name) and not workloads(cluster, name)
 
 
+def leftovers(cluster: Cluster, name: str) -> dict[str, Any]:
+    """What is left of a deleted job that should be gone: its pods and Workloads, with what
+    holds them (finalizers, gates, phase, conditions)."""
+    pods = {
+        pod: {
+            "finalizers": obj["metadata"].get("finalizers"),
+            "deleting": obj["metadata"].get("deletionTimestamp"),
+            "gates": obj["spec"].get("schedulingGates"),
+            "phase": obj["status"].get("phase"),
+        }
+        for pod, obj in cluster.pods(name).items()
+    }
+    found = {}
+    for w in workloads(cluster, name):
+        obj = cluster.get("workloads.kueue.x-k8s.io", w.split("/")[-1]) or {}
+        found[w] = {
+            "finalizers": obj.get("metadata", {}).get("finalizers"),
+            "deleting": obj.get("metadata", {}).get("deletionTimestamp"),
+            "conditions": obj.get("status", {}).get("conditions"),
+        }
+    return {"pods": pods, "workloads": found}
+
+
 def remove(cluster: Cluster, *names: str) -> None:
     """Delete the jobs, and wait until their pods and Workloads are gone and the quota is
     free again: nothing of a finished or deleted job holds quota."""
@@ -186,7 +209,11 @@ def remove(cluster: Cluster, *names: str) -> None:
         cluster.delete("mxjob", name)
     for name in names:
         cluster.wait_gone("mxjob", name)
-        wait_for(f"{name}'s pods gone", partial(gone, cluster, name), 60)
+        try:
+            wait_for(f"{name}'s pods gone", partial(gone, cluster, name), 60)
+        except pytest.fail.Exception:
+            print(f"left of {name}:", json.dumps(leftovers(cluster, name), indent=1))
+            raise
     wait_for("the quota free", lambda: cpu_in_use(cluster) == "0", 60)
 
 
