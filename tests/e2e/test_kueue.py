@@ -526,4 +526,10 @@ def test_a_job_too_big_for_a_block_waits_when_required_and_spreads_when_preferre
     assert set(spread.values()) == {"b0", "b1"}, spread
     assert gated(cluster, required, 6), "a pod of the job that cannot fit was let through"
     print(f"kueue TAS: {required} waits ({why}); {preferred} spread over {spread}")
+    # Never admitted, its deleted pods wait in Kueue's group for replacements ("Some Failed pods
+    # need replacement") with their finalizers on; deleting the Workload lets them go
+    # (docs/scheduling.md#topology).
+    cluster.delete("mxjob", required)
+    cluster.wait_gone("mxjob", required)
+    cluster.delete("workloads.kueue.x-k8s.io", workload(required))
     remove(cluster, required, preferred)
