@@ -17,6 +17,7 @@ from hooks.core.api import (
     DISRUPTION,
     KUEUE_TERMINATION,
     MXNET_CONTAINER,
+    WAIT_CONTAINER,
     ConditionStatus,
 )
 from hooks.core.children import (
@@ -29,7 +30,6 @@ from hooks.core.children import (
     pod_spec,
 )
 from hooks.core.naming import Slot, parse_pod_name
-from hooks.core.rejoin import WAIT_CONTAINER
 from hooks.core.timestamps import latest, moment
 
 

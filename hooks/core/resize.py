@@ -11,9 +11,8 @@ TVM's RPC tracker takes servers as they come and go, so in an MXTune job a Tuner
 is carried out in place: servers are added or removed, the tracker and the Tuner keep running.
 """
 
-from hooks.core.api import JobMode, ReplicaType
+from hooks.core.api import CLUSTER_KEY, LABELS_KEY, JobMode, ReplicaType
 from hooks.core.children import ConfigMap
-from hooks.core.env import CLUSTER_KEY, LABELS_KEY
 from hooks.core.fields import parsed_json
 from hooks.core.job import Job
 
