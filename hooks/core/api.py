@@ -11,7 +11,7 @@ KIND = "MXJob"
 OPERATOR_NAME = "mxjob-controller"
 MXNET_CONTAINER = "mxnet"
 #: The init container that holds a replacement Worker back until ps-lite can take it
-#: (hooks/core/rejoin.py).
+#: (hooks/core/restart/rejoin.py).
 WAIT_CONTAINER = "mxjob-rejoin-wait"
 #: Keys of the job's config ConfigMap: the cluster and tuner-server keys a run started with.
 CLUSTER_KEY = "cluster"

@@ -16,7 +16,7 @@ from hooks.core.naming import Slot
 from hooks.core.observed import FINISHED_PHASES, ObservedPod, PodPhase
 from hooks.core.outcome import Outcome
 from hooks.core.previous import PreviousStatus
-from hooks.core.restarts import SlotPlan
+from hooks.core.restart.slots import SlotPlan
 from hooks.core.timestamps import earliest, format_time, latest
 
 

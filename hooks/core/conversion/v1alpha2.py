@@ -13,7 +13,7 @@ operator wrote).
 from typing import Any
 
 from hooks.core.api import MODE_TYPES, TUNER_SERVER_KEY, JobMode
-from hooks.core.versions import (
+from hooks.core.conversion.versions import (
     Mapping,
     UnconvertibleError,
     View,
@@ -23,8 +23,8 @@ from hooks.core.versions import (
     run_policy,
     spread_scheduler_name,
 )
-from hooks.core.versions import from_v1 as _from_v1
-from hooks.core.versions import to_v1 as _to_v1
+from hooks.core.conversion.versions import from_v1 as _from_v1
+from hooks.core.conversion.versions import to_v1 as _to_v1
 
 VERSION = "v1alpha2"
 #: The fields of a replica spec both versions hold.

@@ -31,8 +31,8 @@ from hooks.core.labels import job_labels
 from hooks.core.naming import Slot, run_from_record_name, run_record_name
 from hooks.core.observed import FINISHED_PHASES, ObservedPod, PodPhase, judged_deleted
 from hooks.core.previous import PreviousStatus
-from hooks.core.rejoin import through_ps_lite
-from hooks.core.restarts import RunStart, SlotPlan, describe_exit, plan_slot, replica_words
+from hooks.core.restart.rejoin import through_ps_lite
+from hooks.core.restart.slots import RunStart, SlotPlan, describe_exit, plan_slot, replica_words
 from hooks.core.timestamps import format_time, parse_time
 
 #: Replica types whose loss the other processes cannot survive (docs/restarts.md).
@@ -245,8 +245,8 @@ def resize_restart(
     job: Job, run: int, plans: list[SlotPlan], extra: list[ObservedPod], words: str | None
 ) -> RunRecord | None:
     """A whole-job restart at the spec's new size when the running processes were started
-    with another cluster (`words` say how it changed, hooks/core/resize.py): not counted toward
-    backoffLimit, dated by the spec's change."""
+    with another cluster (`words` say how it changed, hooks/core/restart/resize.py): not counted
+    toward backoffLimit, dated by the spec's change."""
     if words is None or not (extra or any(p.current is not None for p in plans)):
         return None
     return RunRecord(
@@ -364,7 +364,7 @@ def plan_run(
     run's lost pods as gone (docs/restarts.md, "Lost nodes"). A pod of the run deleted after
     `own_until` (the job's own suspension deleted its pods until then) was deleted by someone
     else and is judged as failed at once. `resized` says how the spec's cluster differs from
-    the one the run started with (hooks/core/resize.py): that restarts the whole job."""
+    the one the run started with (hooks/core/restart/resize.py): that restarts the whole job."""
     pods = {slot: [p.settled(now) for p in attempts] for slot, attempts in observed.items()}
     run = current_run(record, pods)
     slots = job.slots()

@@ -10,7 +10,7 @@ from hooks.core.api import (
     MXNET_CONTAINER,
     ReplicaType,
 )
-from hooks.core.env import ReplicaEnv
+from hooks.core.build.env import ReplicaEnv
 from hooks.core.gang import (
     PLUGINS_GROUP_LABEL,
     PLUGINS_SCHEDULER,
@@ -23,7 +23,7 @@ from hooks.core.job import Job
 from hooks.core.labels import at_index, run_selector, slot_labels
 from hooks.core.naming import Slot, attempt_name, slot_prefix
 from hooks.core.queueing import group_metadata, queue_group
-from hooks.core.rejoin import pod_restart_policy, wait_container
+from hooks.core.restart.rejoin import pod_restart_policy, wait_container
 
 
 @dataclass(frozen=True)

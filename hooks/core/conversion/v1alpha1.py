@@ -17,8 +17,7 @@ per-type pod counts.
 from typing import Any
 
 from hooks.core.api import DEFAULT_PORT_NAME, MXNET_CONTAINER, ReplicaType
-from hooks.core.fields import dig_dict, dig_int, dig_list
-from hooks.core.versions import (
+from hooks.core.conversion.versions import (
     Mapping,
     UnconvertibleError,
     View,
@@ -28,8 +27,9 @@ from hooks.core.versions import (
     replica_type,
     spread_scheduler_name,
 )
-from hooks.core.versions import from_v1 as _from_v1
-from hooks.core.versions import to_v1 as _to_v1
+from hooks.core.conversion.versions import from_v1 as _from_v1
+from hooks.core.conversion.versions import to_v1 as _to_v1
+from hooks.core.fields import dig_dict, dig_int, dig_list
 
 VERSION = "v1alpha1"
 #: The replica types v1alpha1 has, in the order it lists them.
