@@ -296,16 +296,7 @@ def _status_down(status: dict[str, Any]) -> dict[str, Any]:
         if isinstance(c, dict) and c.get("status") == "True"
     ]
     failed = next((c for c in true if c.get("type") == "Failed"), None)
-    if failed is not None:
-        phase = "Failed" if failed.get("reason") == "MXJobInvalidSpec" else "Done"
-        state = "Failed"
-    elif any(c.get("type") == "Succeeded" for c in true):
-        phase, state = "Done", "Succeeded"
-    elif true:
-        phase = "Running" if true[-1].get("type") in _RUNNING else "Creating"
-        state = "Running"
-    else:
-        phase, state = "", ""
+    phase, state = _phase_and_state(true, failed)
     message = failed.get("message") if failed is not None else None
     old: dict[str, Any] = {
         "phase": phase,
@@ -317,6 +308,17 @@ def _status_down(status: dict[str, Any]) -> dict[str, Any]:
     if listed:
         old["replicaStatuses"] = listed
     return old
+
+
+def _phase_and_state(true: list[dict[str, Any]], failed: dict[str, Any] | None) -> tuple[str, str]:
+    """v1alpha1's phase and state from v1's true conditions (`failed`: the Failed one)."""
+    if failed is not None:
+        return ("Failed" if failed.get("reason") == "MXJobInvalidSpec" else "Done"), "Failed"
+    if any(c.get("type") == "Succeeded" for c in true):
+        return "Done", "Succeeded"
+    if true:
+        return ("Running" if true[-1].get("type") in _RUNNING else "Creating"), "Running"
+    return "", ""
 
 
 def _replica_status_down(rtype: ReplicaType, counts: dict[str, Any]) -> dict[str, Any]:

@@ -43,13 +43,7 @@ def change(job: Job, observed: ConfigMap | None, wanted: dict[str, str]) -> str 
     now = _cluster(wanted[CLUSTER_KEY])
     if was is None or now is None:
         return None
-    in_place = _IN_PLACE.get(job.spec.mode, frozenset())
-    resized = [
-        _words(rtype, len(was.get(rtype.short, [])), len(now.get(rtype.short, [])))
-        for rtype in ReplicaType
-        if rtype.short not in in_place
-        and len(was.get(rtype.short, [])) != len(now.get(rtype.short, []))
-    ]
+    resized = _resized(was, now, _IN_PLACE.get(job.spec.mode, frozenset()))
     if resized:
         return "resized " + " and ".join(resized)
     moved = [
@@ -64,6 +58,19 @@ def change(job: Job, observed: ConfigMap | None, wanted: dict[str, str]) -> str 
     if parsed_json(data.get(LABELS_KEY)) not in (None, parsed_json(wanted[LABELS_KEY])):
         return "its tuner-server keys changed"
     return None
+
+
+def _resized(
+    was: dict[str, list[object]], now: dict[str, list[object]], in_place: frozenset[str]
+) -> list[str]:
+    """`from 2 to 4 Workers` for each replica type whose count changed, but those an MXTune
+    job changes in place."""
+    counts = {
+        rtype: (len(was.get(rtype.short, [])), len(now.get(rtype.short, [])))
+        for rtype in ReplicaType
+        if rtype.short not in in_place
+    }
+    return [_words(rtype, a, b) for rtype, (a, b) in counts.items() if a != b]
 
 
 def _words(rtype: ReplicaType, was: int, now: int) -> str:
