@@ -6,8 +6,7 @@ from typing import Protocol
 
 from kubernetes import client, config
 
-from hooks.core.api import GROUP, VERSION
-from hooks.core.fields import dig
+from hooks.core.public import GROUP, VERSION, dig
 
 PLURAL = "mxjobs"
 PAGE_SIZE = 500

@@ -21,8 +21,7 @@ from kubernetes.client.exceptions import ApiException
 
 from component.kube import PLURAL, REQUEST_TIMEOUT_SECONDS, list_jobs
 from events.story import RECENT, JobEvent, story
-from hooks.core.api import GROUP, KIND, VERSION
-from hooks.core.fields import dig
+from hooks.core.public import GROUP, KIND, VERSION, dig
 
 LOG = logging.getLogger("events")
 COMPONENT = "mxjob"

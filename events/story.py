@@ -12,8 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from hooks.core.fields import dig
-from hooks.core.timestamps import parse_time
+from hooks.core.public import dig, parse_time
 
 #: A little under the API server's default Event time to live (1 h).
 RECENT = timedelta(minutes=55)

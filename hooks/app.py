@@ -24,7 +24,7 @@ from werkzeug.exceptions import HTTPException, InternalServerError
 from hooks import body, etag, logs, metrics, wire
 from hooks.call import LISTED, Call
 from hooks.core import budget
-from hooks.core.conversion import answer
+from hooks.core.conversion.review import answer
 from hooks.core.sync import sync
 
 #: Metacontroller sends every child in full; 5000 pods with status are about 60 MB.

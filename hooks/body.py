@@ -23,7 +23,7 @@ from werkzeug.exceptions import (
 )
 
 from hooks import logs, wire
-from hooks.core.conversion import Review, ReviewError, parse_review
+from hooks.core.conversion.review import Review, ReviewError, parse_review
 from hooks.core.request import RequestError, SyncRequest, parse_request
 
 JSON = "application/json"

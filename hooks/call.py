@@ -15,7 +15,7 @@ from typing import Any
 from werkzeug.exceptions import HTTPException
 
 from hooks import body, logs, metrics
-from hooks.core.conversion import Review
+from hooks.core.conversion.review import Review
 from hooks.core.request import SyncRequest
 
 #: The first few of a list are logged: an invalid spec's problems, the jobs of a review.

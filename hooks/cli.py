@@ -28,7 +28,8 @@ import yaml
 from hooks.adopt import adopt, kubectl_runner
 from hooks.core import budget
 from hooks.core.api import KIND
-from hooks.core.conversion import convert
+from hooks.core.conversion.review import convert
+from hooks.core.conversion.versions import V1, UnconvertibleError
 from hooks.core.fields import dig
 from hooks.core.gang import Gang
 from hooks.core.job import Job
@@ -36,7 +37,6 @@ from hooks.core.request import parse_request
 from hooks.core.spec import Problem, load
 from hooks.core.sync import sync
 from hooks.core.validation import validate
-from hooks.core.versions import V1, UnconvertibleError
 from hooks.jobs import options as cluster_options
 
 OK, PROBLEMS, USAGE = 0, 1, 2

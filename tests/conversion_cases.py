@@ -25,9 +25,9 @@ import yaml
 
 from hooks.app import v1_spec_schema
 from hooks.body import NotAConversionReviewError
-from hooks.core import stash
-from hooks.core.conversion import ReviewError, answer, convert, parse_review
-from hooks.core.versions import V1, V1_FIELDS
+from hooks.core.conversion import stash
+from hooks.core.conversion.review import ReviewError, answer, convert, parse_review
+from hooks.core.conversion.versions import V1, V1_FIELDS
 from tests import golden
 from tests.builders import cluster_after, mxjob, replica, request, run, running
 from tests.fixture_cases import Build, Case, Json, reason_of

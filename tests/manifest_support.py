@@ -1,9 +1,9 @@
 """What the manifest and example tests share: kustomize builds, and MXJob validation done the way
 kube-apiserver does it (structural defaulting, the OpenAPI schema, the CEL rules).
 
-The OpenAPI schema is checked by hooks/core/schema.py (the conversion webhook checks what a stash
-brings in with it). CEL rules are evaluated with cel-python, whose `matches` uses RE2 like
-kube-apiserver.
+The OpenAPI schema is checked by hooks/core/conversion/schema.py (the conversion webhook checks
+what a stash brings in with it). CEL rules are evaluated with cel-python, whose `matches` uses RE2
+like kube-apiserver.
 """
 
 import copy
@@ -25,8 +25,8 @@ from celpy import celtypes
 from celpy.adapter import json_to_cel
 from celpy.evaluation import CELEvalError
 
+from hooks.core.conversion.schema import apply_defaults, schema_errors
 from hooks.core.request import parse_request
-from hooks.core.schema import apply_defaults, schema_errors
 from hooks.core.sync import sync
 from testsupport.jobs import as_sent
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from flask.testing import FlaskClient
 
-from hooks.core.versions import V1, V1_FIELDS
+from hooks.core.conversion.versions import V1, V1_FIELDS
 from tests.builders import cluster_after, mxjob, replica, request, run, running
 from tests.conversion_cases import review
 

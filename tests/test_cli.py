@@ -14,7 +14,7 @@ import yaml
 
 from hooks import cli
 from hooks.adopt import adopt
-from hooks.core.conversion import convert
+from hooks.core.conversion.review import convert
 from tests.conversion_cases import OLD_EXAMPLES, stored
 from tests.manifest_support import BAD_EXAMPLES, EXAMPLES, expectations
 

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from hooks.core import stash, v1alpha1, v1alpha2
-from hooks.core.conversion import ReviewError, answer, convert, parse_review
+from hooks.core.conversion import stash, v1alpha1, v1alpha2
+from hooks.core.conversion.review import ReviewError, answer, convert, parse_review
+from hooks.core.conversion.versions import V1_FIELDS, UnconvertibleError
 from hooks.core.fields import dig
-from hooks.core.versions import V1_FIELDS, UnconvertibleError
 from tests.conversion_cases import UID, comes_back, review
 
 Json = dict[str, Any]

@@ -19,10 +19,10 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from hooks.app import create_app
-from hooks.core import stash, v1alpha1, v1alpha2
 from hooks.core.api import TYPE_BY_FOLDED_NAME, ReplicaType
+from hooks.core.conversion import stash, v1alpha1, v1alpha2
+from hooks.core.conversion.versions import V1, V1_FIELDS, UnconvertibleError
 from hooks.core.spec import load
-from hooks.core.versions import V1, V1_FIELDS, UnconvertibleError
 from tests.builders import cluster_after, request, run, running, terminated
 from tests.conversion_cases import comes_back, review, without_status
 from tests.manifest_support import admit_mxjob

@@ -3,7 +3,7 @@
 import json
 from typing import Any
 
-from hooks.core.env import HEARTBEAT_INTERVAL, HEARTBEAT_TIMEOUT
+from hooks.core.build.env import HEARTBEAT_INTERVAL, HEARTBEAT_TIMEOUT
 from tests.builders import mxjob, replica, request, run
 from testsupport.kubelet_env import expand, resolve
 

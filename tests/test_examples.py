@@ -17,7 +17,7 @@ from typing import Any
 import kubernetes_validate
 import pytest
 
-from hooks.core.schema import apply_defaults, schema_errors
+from hooks.core.conversion.schema import apply_defaults, schema_errors
 from tests.manifest_support import (
     BAD_EXAMPLES,
     CONTROLLER_OVERLAYS,

@@ -26,8 +26,8 @@ from flask.testing import FlaskClient
 from certs import __main__ as certs_main
 from hooks import app
 from hooks.core.api import CleanPodPolicy, JobMode, ReplicaType, RestartPolicy
+from hooks.core.conversion.schema import schema_errors, to_json_schema
 from hooks.core.gang import Gang, detect
-from hooks.core.schema import schema_errors, to_json_schema
 from tests import golden
 from tests.conversion_cases import FIXTURES, OLD_EXAMPLES
 from tests.manifest_support import (

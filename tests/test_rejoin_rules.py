@@ -9,7 +9,7 @@ import pytest
 
 from hooks.core.api import ReplicaType, RestartPolicy
 from hooks.core.observed import PodPhase
-from hooks.core.rejoin import (
+from hooks.core.restart.rejoin import (
     REJOIN_MARGIN,
     UNREADABLE_TIMEOUT,
     heartbeat_timeout,

@@ -6,10 +6,10 @@ from typing import Any
 
 import pytest
 
+from hooks.core.build.env import config_map_data
 from hooks.core.children import ConfigMap, decode_child
-from hooks.core.env import config_map_data
 from hooks.core.job import Job
-from hooks.core.resize import change
+from hooks.core.restart.resize import change
 from hooks.core.spec import load
 from tests.builders import mxjob, replica
 

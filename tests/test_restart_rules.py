@@ -13,14 +13,14 @@ from hooks.core.job import Job
 from hooks.core.naming import Slot, run_from_record_name, run_record_name
 from hooks.core.observed import judged_deleted
 from hooks.core.outcome import deciding_types
-from hooks.core.restarts import RunStart, plan_slot
-from hooks.core.runs import (
+from hooks.core.restart.runs import (
     Step,
     current_run,
     decide_restart,
     observed_record,
     record_config_map,
 )
+from hooks.core.restart.slots import RunStart, plan_slot
 from hooks.core.spec import load
 from hooks.core.validation import validate
 from tests.builders import (

@@ -28,9 +28,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from component.kube import PLURAL, REQUEST_TIMEOUT_SECONDS, MXJobLister, api_client, list_jobs
-from hooks.core.api import GROUP, VERSION
-from hooks.core.fields import dig
-from hooks.core.timestamps import earliest
+from hooks.core.public import GROUP, VERSION, dig, earliest
 from ttl.expiry import Action, Decision, decide
 
 #: Shortest sleep between passes, so that a job expiring now does not spin the loop.

@@ -18,8 +18,7 @@ from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
-from hooks.core.api import TERMINAL, Reason
-from hooks.core.timestamps import format_time, parse_time
+from hooks.core.public import TERMINAL, Reason, format_time, parse_time
 
 TTL_FIELD = "ttlSecondsAfterFinished"
 

@@ -10,6 +10,12 @@ VERSION = "v1"
 KIND = "MXJob"
 OPERATOR_NAME = "mxjob-controller"
 MXNET_CONTAINER = "mxnet"
+#: The init container that holds a replacement Worker back until ps-lite can take it
+#: (hooks/core/restart/rejoin.py).
+WAIT_CONTAINER = "mxjob-rejoin-wait"
+#: Keys of the job's config ConfigMap: the cluster and tuner-server keys a run started with.
+CLUSTER_KEY = "cluster"
+LABELS_KEY = "labels"
 DEFAULT_PORT_NAME = "mxjob-port"
 DEFAULT_PORT = 9091
 TUNER_SERVER_KEY = "tuner-server-key"

@@ -17,12 +17,12 @@ about eight times its size (make bench) must fit its share of the memory limit.
 import json
 from typing import Any
 
-from hooks.core.configmaps import desired_config
+from hooks.core.build.configmaps import desired_config
+from hooks.core.build.pods import PodMaker
+from hooks.core.build.services import ServiceMaker
 from hooks.core.gang import pod_group
 from hooks.core.job import Job
 from hooks.core.naming import Slot
-from hooks.core.pods import PodMaker
-from hooks.core.services import ServiceMaker
 from hooks.core.spec import Problem
 
 MIB = 1024 * 1024

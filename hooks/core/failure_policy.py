@@ -12,7 +12,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import StrEnum
-from typing import TYPE_CHECKING
 
 from hooks.core.api import (
     DISRUPTION,
@@ -21,9 +20,7 @@ from hooks.core.api import (
     ReplicaType,
     RestartPolicy,
 )
-
-if TYPE_CHECKING:  # observed imports rejoin, which imports spec, which imports this module
-    from hooks.core.observed import ObservedPod
+from hooks.core.observed import ObservedPod
 
 
 class Action(StrEnum):

@@ -3,10 +3,10 @@ container's termination message, cleaned and bounded, and `status.lastFailure`, 
 failure of any replica, carried from status to status so that it outlives the pod.
 
 The kubelet fills the message with the end of the container's log when the container fails
-(`terminationMessagePolicy: FallbackToLogsOnError`, hooks/core/pods.py), so a Python traceback's
-last line lands here. The message is the pod's to write: any text of any size, escape sequences
-and all. What is kept is at most `TAIL_LINES` lines of at most `LINE_BYTES` bytes of UTF-8
-each, with no control or format characters, read from the last `READ_CHARS` characters only.
+(`terminationMessagePolicy: FallbackToLogsOnError`, hooks/core/build/pods.py), so a Python
+traceback's last line lands here. The message is the pod's to write: any text of any size, escape
+sequences and all. What is kept is at most `TAIL_LINES` lines of at most `LINE_BYTES` bytes of
+UTF-8 each, with no control or format characters, read from the last `READ_CHARS` characters only.
 
 Which failure is the last is decided from what the request holds, never the clock: the newest
 (by the container's `finishedAt`, then the pod's name) of the previous status's `lastFailure`

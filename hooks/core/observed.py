@@ -7,6 +7,7 @@ restarts from container `restartCount`, the run from the `run` annotation (docs/
 
 from datetime import datetime, timedelta
 from enum import StrEnum
+from typing import TypedDict
 
 import msgspec
 
@@ -17,6 +18,7 @@ from hooks.core.api import (
     DISRUPTION,
     KUEUE_TERMINATION,
     MXNET_CONTAINER,
+    WAIT_CONTAINER,
     ConditionStatus,
 )
 from hooks.core.children import (
@@ -25,11 +27,11 @@ from hooks.core.children import (
     ContainerStatus,
     Pod,
     PodSpec,
+    PodStatus,
     Terminated,
     pod_spec,
 )
 from hooks.core.naming import Slot, parse_pod_name
-from hooks.core.rejoin import WAIT_CONTAINER
 from hooks.core.timestamps import latest, moment
 
 
@@ -179,74 +181,111 @@ def lost_at(pod: ObservedPod) -> datetime | None:
 
 
 def read_pod(job: str, pod: Pod, *, placement: bool = True) -> ObservedPod | None:
-    """Read one observed pod; None for a pod whose name this job never gives. Where it is
-    bound, which scheduler holds it and its scheduling gates are read from its spec with
-    `placement` only: they tell what a gang scheduler or Kueue waits for, and nothing else."""
+    """Read one observed pod; None for a pod whose name this job never gives. Each group of
+    fields has its reader below: the mxnet container's run and end (`_started`, `_ended`,
+    `_exits`), the conditions (`_condition_pairs`), why it waits (`_waiting`), and where it is
+    placed, read from its spec with `placement` only (`_placed`): they tell what a gang
+    scheduler or Kueue waits for, and nothing else."""
     parsed = parse_pod_name(job, pod.metadata.name)
     if parsed is None:
         return None
     slot, attempt = parsed
     metadata, status = pod.metadata, pod.status
-    spec = pod_spec(pod) if placement else _NOT_PLACED
-    statuses = status.container_statuses
-    mxnet = next((s for s in statuses if s.name == MXNET_CONTAINER), _NO_STATUS)
+    mxnet = next((s for s in status.container_statuses if s.name == MXNET_CONTAINER), _NO_STATUS)
     terminated = mxnet.state.terminated or _NOT_TERMINATED
-    running = mxnet.state.running
-    phase = _PHASES.get(status.phase, PodPhase.PENDING) if status.phase is not None else None
+    phase = _PHASES.get(status.phase or "", PodPhase.PENDING)
     # Each (type, status) once, the first listed: what the conditions say, in one pass.
     conditions = {(c.type, c.status): c for c in reversed(status.conditions)}
-    scheduled = conditions.get(_SCHEDULED)
-    evicted = conditions.get(_EVICTED)
-    pod_reason = status.reason or None
-    mxnet_reason = terminated.reason or None
+    reasons = (status.reason or None, terminated.reason or None)
     return ObservedPod(
         name=metadata.name,
         slot=slot,
         attempt=attempt,
-        phase=phase or PodPhase.PENDING,
+        phase=phase,
         terminating=metadata.deletion_timestamp is not None,
         created=moment(metadata.creation_timestamp),
-        started=moment(running.started_at if running else None)
-        or moment(terminated.started_at)
-        or moment(status.start_time),
+        started=_started(mxnet, status.start_time),
         finished=moment(terminated.finished_at),
         exit_code=terminated.exit_code,
-        reason=pod_reason or mxnet_reason,
-        restart_count=sum(max(s.restart_count, 0) for s in statuses),
+        reason=reasons[0] or reasons[1],
+        restart_count=sum(max(s.restart_count, 0) for s in status.container_statuses),
         restarts_before=_count(metadata.annotation(ANNOTATION_RESTARTS)),
         run=_count(metadata.annotation(ANNOTATION_RUN)),
         disrupted=_DISRUPTED in conditions,
         deadline=moment(metadata.deletion_timestamp),
         deleted_at=_requested(metadata.deletion_timestamp, metadata.deletion_grace_period_seconds),
-        blocked=_blocked(
-            [*status.init_container_statuses, *statuses],
-            conditions.get(_UNSCHEDULED),
-        )
-        if phase is PodPhase.PENDING
-        else None,
+        blocked=_waiting(phase, status, conditions.get(_UNSCHEDULED)),
         wait_failed=_wait_failed(status.init_container_statuses),
-        exits=tuple(
-            (s.name, s.state.terminated.exit_code)
-            for s in statuses
-            if s.name is not None
-            and s.state.terminated is not None
-            and s.state.terminated.exit_code is not None
-        ),
-        reasons=frozenset(r for r in (pod_reason, mxnet_reason) if r),
-        conditions=frozenset(
-            (ctype, cstatus)
-            for ctype, cstatus in conditions
-            if ctype is not None and cstatus is not None
-        ),
-        evicted=None if evicted is None else evicted.reason or KUEUE_TERMINATION,
-        scheduled=None if scheduled is None else moment(scheduled.last_transition_time),
+        exits=_exits(status.container_statuses),
+        reasons=frozenset(r for r in reasons if r),
+        conditions=_condition_pairs(conditions),
+        evicted=_evicted(conditions.get(_EVICTED)),
+        scheduled=_scheduled(conditions.get(_SCHEDULED)),
         foreign=ANNOTATION_ATTEMPT not in metadata.annotations,
-        node=spec.node_name or None,
-        scheduler=spec.scheduler_name or None,
-        gates=frozenset(g.name for g in spec.scheduling_gates if g.name is not None),
+        **_placed(pod_spec(pod) if placement else _NOT_PLACED),
         ended=_ended(terminated),
         ended_before=_ended(mxnet.last_state.terminated),
     )
+
+
+def _started(mxnet: ContainerStatus, pod_started: datetime | None) -> datetime | None:
+    """When the mxnet container (re)started running, else when its last run started, else
+    when the kubelet took the pod."""
+    running = mxnet.state.running
+    terminated = mxnet.state.terminated or _NOT_TERMINATED
+    return (
+        moment(running.started_at if running else None)
+        or moment(terminated.started_at)
+        or moment(pod_started)
+    )
+
+
+def _exits(statuses: list[ContainerStatus]) -> tuple[tuple[str, int], ...]:
+    """(container name, exit code) of every terminated container, for failurePolicy rules."""
+    ended = ((s.name, s.state.terminated) for s in statuses if s.state.terminated is not None)
+    return tuple(
+        (name, t.exit_code) for name, t in ended if name is not None and t.exit_code is not None
+    )
+
+
+def _condition_pairs(
+    conditions: dict[tuple[str | None, str | None], Condition],
+) -> frozenset[tuple[str, str]]:
+    """The pod's conditions as (type, status), those with both set."""
+    return frozenset((t, s) for t, s in conditions if t is not None and s is not None)
+
+
+def _waiting(phase: PodPhase, status: PodStatus, unscheduled: Condition | None) -> str | None:
+    """Why a pending pod cannot start (`_blocked`); nothing once it has left Pending, nor
+    before the kubelet or the API server gave it a phase."""
+    if status.phase is None or phase is not PodPhase.PENDING:
+        return None
+    return _blocked([*status.init_container_statuses, *status.container_statuses], unscheduled)
+
+
+def _evicted(termination: Condition | None) -> str | None:
+    """Why Kueue is taking the pod away, from its true `TerminationTarget` condition."""
+    return None if termination is None else termination.reason or KUEUE_TERMINATION
+
+
+def _scheduled(scheduled: Condition | None) -> datetime | None:
+    """When it was bound to a node, from its true `PodScheduled` condition."""
+    return None if scheduled is None else moment(scheduled.last_transition_time)
+
+
+class _Placement(TypedDict):
+    node: str | None
+    scheduler: str | None
+    gates: frozenset[str]
+
+
+def _placed(spec: PodSpec) -> _Placement:
+    """Where the pod is bound, the scheduler it asks for and its scheduling gates."""
+    return {
+        "node": spec.node_name or None,
+        "scheduler": spec.scheduler_name or None,
+        "gates": frozenset(g.name for g in spec.scheduling_gates if g.name is not None),
+    }
 
 
 def _ended(terminated: Terminated | None) -> Ended | None:

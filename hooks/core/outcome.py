@@ -16,8 +16,8 @@ from hooks.core.failure_policy import Action, start_deadline
 from hooks.core.job import Job
 from hooks.core.naming import MAX_ATTEMPT
 from hooks.core.observed import ObservedPod, PodPhase
-from hooks.core.restarts import SlotPlan, describe_exit, replica_words
-from hooks.core.runs import RunPlan
+from hooks.core.restart.runs import RunPlan
+from hooks.core.restart.slots import SlotPlan, describe_exit, replica_words
 from hooks.core.timestamps import format_time, latest
 
 

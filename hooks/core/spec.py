@@ -546,20 +546,24 @@ def _container_names(reader: _Reader, containers: object, path: str) -> list[obj
         reader.fail(f"{path}[{i}]", "must be an object (a container)")
     if malformed:
         return None
-    names = []
     for i, container in enumerate(containers):
-        names.append(container.get("name"))
-        if not isinstance(container.get("image"), str) or not container["image"]:
-            reader.fail(f"{path}[{i}].image", "every container needs an image")
-        env = container.get("env", [])
-        if not isinstance(env, list) or not all(
-            isinstance(var, dict) and isinstance(var.get("name"), str) for var in env
-        ):
-            reader.fail(f"{path}[{i}].env", "must be a list of variables, each with a name")
+        _check_container(reader, container, f"{path}[{i}]")
+    names = [container.get("name") for container in containers]
     if MXNET_CONTAINER not in names:
         reader.fail(path, f'one container must be named "{MXNET_CONTAINER}"')
         return None
     return names
+
+
+def _check_container(reader: _Reader, container: dict[str, Any], path: str) -> None:
+    """A container's image, and its env a list of named variables (the hook adds to it)."""
+    if not isinstance(container.get("image"), str) or not container["image"]:
+        reader.fail(f"{path}.image", "every container needs an image")
+    env = container.get("env", [])
+    if not isinstance(env, list) or not all(
+        isinstance(var, dict) and isinstance(var.get("name"), str) for var in env
+    ):
+        reader.fail(f"{path}.env", "must be a list of variables, each with a name")
 
 
 def _init_containers_are_usable(reader: _Reader, containers: object, path: str) -> bool:

@@ -16,7 +16,7 @@ from hooks.core.naming import Slot
 from hooks.core.observed import FINISHED_PHASES, ObservedPod, PodPhase
 from hooks.core.outcome import Outcome
 from hooks.core.previous import PreviousStatus
-from hooks.core.restarts import SlotPlan
+from hooks.core.restart.slots import SlotPlan
 from hooks.core.timestamps import earliest, format_time, latest
 
 
@@ -69,16 +69,25 @@ def replica_statuses(job: Job, plans: list[SlotPlan]) -> dict[str, ReplicaStatus
     statuses: dict[str, ReplicaStatus] = {}
     for rtype in job.spec.replicas:
         current = [p.current for p in plans if p.slot.rtype is rtype and p.current is not None]
-        statuses[rtype.value] = {
-            "active": sum(1 for pod in current if pod.active),
-            "succeeded": sum(
-                1 for pod in current if pod.phase is PodPhase.SUCCEEDED and not pod.deleted
-            ),
-            "failed": sum(1 for pod in current if pod.phase is PodPhase.FAILED or pod.deleted),
-            "restarts": sum(p.restarts for p in plans if p.slot.rtype is rtype),
-            "selector": type_selector(job.name, rtype),
-        }
+        restarts = sum(p.restarts for p in plans if p.slot.rtype is rtype)
+        statuses[rtype.value] = _replica_status(job.name, rtype, current, restarts)
     return statuses
+
+
+def _replica_status(
+    name: str, rtype: ReplicaType, latest: list[ObservedPod], restarts: int
+) -> ReplicaStatus:
+    """One type's counts over `latest` (the latest pod of each slot): a pod someone deleted
+    counts as failed, not as succeeded."""
+    return {
+        "active": sum(1 for pod in latest if pod.active),
+        "succeeded": sum(
+            1 for pod in latest if pod.phase is PodPhase.SUCCEEDED and not pod.deleted
+        ),
+        "failed": sum(1 for pod in latest if pod.phase is PodPhase.FAILED or pod.deleted),
+        "restarts": restarts,
+        "selector": type_selector(name, rtype),
+    }
 
 
 def _assemble(
@@ -229,15 +238,13 @@ def _kept_counts(
     statuses: dict[str, ReplicaStatus] = {}
     for rtype in ReplicaType:
         latest_pods = [a[-1] for slot, a in pods.items() if slot.rtype is rtype and a]
-        if not latest_pods and rtype.value not in counted:
-            continue
-        was = counted.get(rtype.value)
-        restarts = was.get("restarts") if isinstance(was, dict) else None
-        statuses[rtype.value] = {
-            "active": sum(1 for pod in latest_pods if pod.active),
-            "succeeded": sum(1 for pod in latest_pods if pod.phase is PodPhase.SUCCEEDED),
-            "failed": sum(1 for pod in latest_pods if pod.phase is PodPhase.FAILED),
-            "restarts": restarts if isinstance(restarts, int) and restarts >= 0 else 0,
-            "selector": type_selector(name, rtype),
-        }
+        if latest_pods or rtype.value in counted:
+            restarts = _counted_restarts(counted.get(rtype.value))
+            statuses[rtype.value] = _replica_status(name, rtype, latest_pods, restarts)
     return statuses
+
+
+def _counted_restarts(written: object) -> int:
+    """The restarts a written replica status counted; 0 where it says nothing readable."""
+    restarts = written.get("restarts") if isinstance(written, dict) else None
+    return restarts if isinstance(restarts, int) and restarts >= 0 else 0

@@ -15,21 +15,22 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Required, TypedDict, cast
 
-from hooks.core import budget, gang, placement, resize, retention, runs, status
+from hooks.core import budget, gang, placement, retention, status
 from hooks.core.api import CleanPodPolicy, Reason
+from hooks.core.build.configmaps import desired_config, desired_result, recorded_status
+from hooks.core.build.pods import PodMaker
+from hooks.core.build.services import ServiceMaker, same_service
 from hooks.core.children import Child, ConfigMap, PodGroup
-from hooks.core.configmaps import desired_config, desired_result, recorded_status
 from hooks.core.failure_policy import start_deadline
 from hooks.core.failures import last_failure
 from hooks.core.job import Job
 from hooks.core.naming import Slot, config_map_name, result_name
 from hooks.core.observed import ObservedPod, lost_at
 from hooks.core.outcome import deadline_at, decide
-from hooks.core.pods import PodMaker
 from hooks.core.previous import PreviousStatus
 from hooks.core.request import CONFIG_MAP, POD, SERVICE, SyncRequest
-from hooks.core.restarts import SlotPlan
-from hooks.core.services import ServiceMaker, same_service
+from hooks.core.restart import resize, runs
+from hooks.core.restart.slots import SlotPlan
 from hooks.core.spec import Problem, load
 from hooks.core.status import JobStatus
 from hooks.core.validation import validate

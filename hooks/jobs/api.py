@@ -14,8 +14,7 @@ from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError, InsecureRequestWarning
 
 from component.kube import PLURAL, list_jobs
-from hooks.core.api import GROUP, LABEL_JOB_NAME, MXNET_CONTAINER, VERSION
-from hooks.core.fields import dig
+from hooks.core.public import GROUP, LABEL_JOB_NAME, MXNET_CONTAINER, VERSION, dig
 
 #: Seconds a call may take.
 TIMEOUT = 30

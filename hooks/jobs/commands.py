@@ -14,7 +14,7 @@ from typing import Any, TextIO
 
 import yaml
 
-from hooks.core.fields import dig
+from hooks.core.public import dig
 from hooks.jobs import view
 from hooks.jobs.api import WATCH_SECONDS, Cluster, ClusterError
 from hooks.jobs.follow import Following, print_logs

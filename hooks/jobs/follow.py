@@ -18,7 +18,7 @@ from typing import Any, TextIO
 
 from urllib3.exceptions import HTTPError
 
-from hooks.core.fields import dig
+from hooks.core.public import dig
 from hooks.jobs.api import Cluster, ClusterError
 from hooks.jobs.replicas import Replica, job_replicas, mxnet_status
 from hooks.jobs.view import Paint

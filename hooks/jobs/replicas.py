@@ -5,9 +5,15 @@ lists replicas, and which of them `--replica` picks."""
 from dataclasses import dataclass
 from typing import Any
 
-from hooks.core.api import ALL_TYPES, MXNET_CONTAINER, TYPE_BY_FOLDED_NAME, ReplicaType
-from hooks.core.fields import dig, dig_list
-from hooks.core.naming import parse_pod_name
+from hooks.core.public import (
+    ALL_TYPES,
+    MXNET_CONTAINER,
+    TYPE_BY_FOLDED_NAME,
+    ReplicaType,
+    dig,
+    dig_list,
+    parse_pod_name,
+)
 
 
 @dataclass(frozen=True, order=True)

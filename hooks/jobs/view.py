@@ -9,10 +9,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from hooks.core.api import MODE_TYPES, JobMode
-from hooks.core.fields import dig, dig_dict, dig_list
-from hooks.core.spec import load
-from hooks.core.timestamps import parse_time
+from hooks.core.public import MODE_TYPES, JobMode, dig, dig_dict, dig_list, load, parse_time
 from hooks.jobs.replicas import Replica, job_replicas, mxnet_status
 
 #: ANSI styles by name; `Paint` leaves them out unless colours are on.

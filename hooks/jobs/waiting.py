@@ -5,7 +5,7 @@ Pure: the command reads the job and the clock."""
 from dataclasses import dataclass
 from enum import StrEnum
 
-from hooks.core.fields import dig_dict, dig_list
+from hooks.core.public import dig_dict, dig_list
 
 #: Exit statuses of `mxjob wait` (docs/cli.md#wait).
 REACHED, ENDED_OTHERWISE, CANNOT_READ, TIMED_OUT = 0, 1, 2, 3

@@ -25,7 +25,7 @@ from kubernetes.client.exceptions import ApiException
 from certs.authority import CA_CERT, TLS_CERT, TLS_KEY
 from certs.controller import patch_bundle
 from component.kube import api_client
-from hooks.core.versions import V1_FIELDS
+from hooks.core.conversion.versions import V1_FIELDS
 from tests.conversion_cases import OLD_EXAMPLES
 from tests.e2e.conftest import NAMESPACE, REPO, Cluster, _free_port, wait_for
 from tools.cluster.stack import tcp_open

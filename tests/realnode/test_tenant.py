@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from hooks.core.versions import V1_FIELDS
+from hooks.core.conversion.versions import V1_FIELDS
 from tests.e2e.conftest import NAMESPACE, REPO, wait_for
 from tests.realnode.conftest import HOOK_NAMESPACE, Node, waiting_job
 

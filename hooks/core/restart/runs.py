@@ -31,8 +31,8 @@ from hooks.core.labels import job_labels
 from hooks.core.naming import Slot, run_from_record_name, run_record_name
 from hooks.core.observed import FINISHED_PHASES, ObservedPod, PodPhase, judged_deleted
 from hooks.core.previous import PreviousStatus
-from hooks.core.rejoin import through_ps_lite
-from hooks.core.restarts import RunStart, SlotPlan, describe_exit, plan_slot, replica_words
+from hooks.core.restart.rejoin import through_ps_lite
+from hooks.core.restart.slots import RunStart, SlotPlan, describe_exit, plan_slot, replica_words
 from hooks.core.timestamps import format_time, parse_time
 
 #: Replica types whose loss the other processes cannot survive (docs/restarts.md).
@@ -245,8 +245,8 @@ def resize_restart(
     job: Job, run: int, plans: list[SlotPlan], extra: list[ObservedPod], words: str | None
 ) -> RunRecord | None:
     """A whole-job restart at the spec's new size when the running processes were started
-    with another cluster (`words` say how it changed, hooks/core/resize.py): not counted toward
-    backoffLimit, dated by the spec's change."""
+    with another cluster (`words` say how it changed, hooks/core/restart/resize.py): not counted
+    toward backoffLimit, dated by the spec's change."""
     if words is None or not (extra or any(p.current is not None for p in plans)):
         return None
     return RunRecord(
@@ -364,50 +364,48 @@ def plan_run(
     run's lost pods as gone (docs/restarts.md, "Lost nodes"). A pod of the run deleted after
     `own_until` (the job's own suspension deleted its pods until then) was deleted by someone
     else and is judged as failed at once. `resized` says how the spec's cluster differs from
-    the one the run started with (hooks/core/resize.py): that restarts the whole job."""
+    the one the run started with (hooks/core/restart/resize.py): that restarts the whole job."""
     pods = {slot: [p.settled(now) for p in attempts] for slot, attempts in observed.items()}
     run = current_run(record, pods)
     slots = job.slots()
-    wanted = set(slots)
-    old = [p for _, attempts in sorted(pods.items()) for p in attempts if p.run < run]
-    extra = [
-        p
-        for slot, attempts in sorted(pods.items())
-        if slot not in wanted
-        for p in attempts
-        if p.run == run
-    ]
+    old, extra = _outside(pods, run, set(slots))
     alive = _alive(old)
     starts = {slot: _run_start(record, run, pods, slot) for slot in slots}
-    of_run = {
-        slot: [judged_deleted(p, own_until) for p in pods.get(slot, []) if p.run == run]
-        for slot in slots
-    }
-    plans = [
-        plan_slot(
-            slot,
-            job.spec.replicas[slot.rtype].restart_policy,
-            of_run[slot],
-            starts[slot],
-            job.spec.run_policy.failure_rules,
-        )
-        for slot in slots
-    ]
-    current = [(slot, p) for slot in slots for p in of_run[slot]]
-    fresh = None
+    of_run = {slot: _of_run(pods.get(slot, []), run, own_until) for slot in slots}
+    plans = [_plan(job, slot, of_run[slot], starts[slot]) for slot in slots]
     if not alive:
-        fresh = decide_restart(job, run, plans, _no_rejoin(current, starts)) or resize_restart(
+        no_rejoin = _no_rejoin([(s, p) for s in slots for p in of_run[s]], starts)
+        fresh = decide_restart(job, run, plans, no_rejoin) or resize_restart(
             job, run, plans, extra, resized
         )
-    if fresh is not None:
-        return RunPlan(
-            plans=_held(plans, fresh),
-            old=old,
-            extra=extra,
-            fresh=fresh,
-            restart=fresh,
-            step=Step.RECORDING,
-        )
+        if fresh is not None:
+            held = _held(plans, fresh)
+            step = Step.RECORDING
+            return RunPlan(plans=held, old=old, extra=extra, fresh=fresh, restart=fresh, step=step)
     restart = record if _in_progress(record, run, plans, old=alive) else None
     step = Step.DELETING if alive else Step.CREATING
     return RunPlan(plans=plans, old=old, extra=extra, fresh=None, restart=restart, step=step)
+
+
+def _outside(
+    pods: dict[Slot, list[ObservedPod]], run: int, wanted: set[Slot]
+) -> tuple[list[ObservedPod], list[ObservedPod]]:
+    """Pods outside the run's slots: those of earlier runs, and those of this run in slots the
+    spec no longer has (a job resized down), each in slot order."""
+    ordered = sorted(pods.items())
+    old = [p for _, attempts in ordered for p in attempts if p.run < run]
+    extra = [
+        p for slot, attempts in ordered if slot not in wanted for p in attempts if p.run == run
+    ]
+    return old, extra
+
+
+def _plan(job: Job, slot: Slot, pods: list[ObservedPod], start: RunStart) -> SlotPlan:
+    """The slot's next step under its replica type's restartPolicy and the failure rules."""
+    policy = job.spec.replicas[slot.rtype].restart_policy
+    return plan_slot(slot, policy, pods, start, job.spec.run_policy.failure_rules)
+
+
+def _of_run(attempts: list[ObservedPod], run: int, own_until: datetime | None) -> list[ObservedPod]:
+    """A slot's pods of the run, each judged deleted if someone else deleted it."""
+    return [judged_deleted(p, own_until) for p in attempts if p.run == run]

@@ -17,8 +17,7 @@ per-type pod counts.
 from typing import Any
 
 from hooks.core.api import DEFAULT_PORT_NAME, MXNET_CONTAINER, ReplicaType
-from hooks.core.fields import dig_dict, dig_int, dig_list
-from hooks.core.versions import (
+from hooks.core.conversion.versions import (
     Mapping,
     UnconvertibleError,
     View,
@@ -28,8 +27,9 @@ from hooks.core.versions import (
     replica_type,
     spread_scheduler_name,
 )
-from hooks.core.versions import from_v1 as _from_v1
-from hooks.core.versions import to_v1 as _to_v1
+from hooks.core.conversion.versions import from_v1 as _from_v1
+from hooks.core.conversion.versions import to_v1 as _to_v1
+from hooks.core.fields import dig_dict, dig_int, dig_list
 
 VERSION = "v1alpha1"
 #: The replica types v1alpha1 has, in the order it lists them.
@@ -296,16 +296,7 @@ def _status_down(status: dict[str, Any]) -> dict[str, Any]:
         if isinstance(c, dict) and c.get("status") == "True"
     ]
     failed = next((c for c in true if c.get("type") == "Failed"), None)
-    if failed is not None:
-        phase = "Failed" if failed.get("reason") == "MXJobInvalidSpec" else "Done"
-        state = "Failed"
-    elif any(c.get("type") == "Succeeded" for c in true):
-        phase, state = "Done", "Succeeded"
-    elif true:
-        phase = "Running" if true[-1].get("type") in _RUNNING else "Creating"
-        state = "Running"
-    else:
-        phase, state = "", ""
+    phase, state = _phase_and_state(true, failed)
     message = failed.get("message") if failed is not None else None
     old: dict[str, Any] = {
         "phase": phase,
@@ -317,6 +308,17 @@ def _status_down(status: dict[str, Any]) -> dict[str, Any]:
     if listed:
         old["replicaStatuses"] = listed
     return old
+
+
+def _phase_and_state(true: list[dict[str, Any]], failed: dict[str, Any] | None) -> tuple[str, str]:
+    """v1alpha1's phase and state from v1's true conditions (`failed`: the Failed one)."""
+    if failed is not None:
+        return ("Failed" if failed.get("reason") == "MXJobInvalidSpec" else "Done"), "Failed"
+    if any(c.get("type") == "Succeeded" for c in true):
+        return "Done", "Succeeded"
+    if true:
+        return ("Running" if true[-1].get("type") in _RUNNING else "Creating"), "Running"
+    return "", ""
 
 
 def _replica_status_down(rtype: ReplicaType, counts: dict[str, Any]) -> dict[str, Any]:

@@ -55,31 +55,41 @@ def to_json_schema(node: dict[str, Any], *, root: bool = True) -> dict[str, Any]
 
     The root `metadata` stays open: it is ObjectMeta, which the API server checks itself.
     """
+    out = {
+        key: _converted(key, value, root=root)
+        for key, value in node.items()
+        if not key.startswith("x-kubernetes-") and key not in _DROPPED
+    }
+    return out | _extensions(node, out)
 
-    out: dict[str, Any] = {}
-    for key, value in node.items():
-        if key.startswith("x-kubernetes-") or key in _DROPPED:
-            continue
-        if key == "properties":
-            out[key] = {
-                name: to_json_schema(sub, root=False)
-                | ({} if not (root and name == "metadata") else {"additionalProperties": True})
-                for name, sub in value.items()
-            }
-        elif key in ("additionalProperties", "items", "not") and isinstance(value, dict):
-            out[key] = to_json_schema(value, root=False)
-        elif key in ("anyOf", "allOf", "oneOf"):
-            out[key] = [to_json_schema(sub, root=False) for sub in value]
-        else:
-            out[key] = value
+
+def _converted(key: str, value: Any, *, root: bool) -> Any:
+    """One keyword of a schema, its sub-schemas converted."""
+    if key == "properties":
+        return {
+            name: to_json_schema(sub, root=False)
+            | ({"additionalProperties": True} if root and name == "metadata" else {})
+            for name, sub in value.items()
+        }
+    if key in ("additionalProperties", "items", "not") and isinstance(value, dict):
+        return to_json_schema(value, root=False)
+    if key in ("anyOf", "allOf", "oneOf"):
+        return [to_json_schema(sub, root=False) for sub in value]
+    return value
+
+
+def _extensions(node: dict[str, Any], out: dict[str, Any]) -> dict[str, Any]:
+    """What OpenAPI's extensions and structural rules add: int-or-string, nullable, and no
+    unknown fields where properties are listed and unknown ones not preserved."""
+    more: dict[str, Any] = {}
     if node.get("x-kubernetes-int-or-string") is True and "anyOf" not in out:
-        out["anyOf"] = [{"type": "integer"}, {"type": "string"}]
+        more["anyOf"] = [{"type": "integer"}, {"type": "string"}]
     if node.get("nullable") is True and "type" in out:
-        out["type"] = [out["type"], "null"]
+        more["type"] = [out["type"], "null"]
     keeps_unknown = node.get("x-kubernetes-preserve-unknown-fields") is True
     if "properties" in node and "additionalProperties" not in node and not keeps_unknown:
-        out["additionalProperties"] = False
-    return out
+        more["additionalProperties"] = False
+    return more
 
 
 def schema_errors(schema: dict[str, Any], value: object) -> list[str]:

@@ -1,14 +1,14 @@
 """The API versions served beside v1, and what their mappings share (docs/api.md#versions).
 
-Each old version (`v1alpha1`, `v1alpha2`) is a `Mapping`: `up` reads an object of that version
-as v1, `down` reads a v1 object as that version, each field with the meaning the old operator
-gave it. Neither needs to be lossless: `to_v1` and `from_v1` make every round trip of the spec
-exact with the stash (hooks/core/stash.py) — `mxjob.kubeflow.org/v1-fields` on an old object
-holds what it cannot hold of its v1 self, `mxjob.kubeflow.org/<version>-fields` on a v1 object
-what v1 cannot hold of its old self. Both keys are reserved for the converter, but whoever
-writes the object writes them: a stash holds the spec only (the status is the controller's and
-reads at an old version as that version shows it), and with the v1 spec's schema `to_v1`
-refuses a stash that brings in what v1 refuses (docs/security.md#the-conversion-stash).
+Each old version (`v1alpha1`, `v1alpha2`) is a `Mapping`: `up` reads an object of that version as
+v1, `down` reads a v1 object as that version, each field with the meaning the old operator gave it.
+Neither needs to be lossless: `to_v1` and `from_v1` make every round trip of the spec exact with
+the stash (hooks/core/conversion/stash.py) — `mxjob.kubeflow.org/v1-fields` on an old object holds
+what it cannot hold of its v1 self, `mxjob.kubeflow.org/<version>-fields` on a v1 object what v1
+cannot hold of its old self. Both keys are reserved for the converter, but whoever writes the
+object writes them: a stash holds the spec only (the status is the controller's and reads at an old
+version as that version shows it), and with the v1 spec's schema `to_v1` refuses a stash that
+brings in what v1 refuses (docs/security.md#the-conversion-stash).
 
 A mapping may change only `apiVersion`, `spec`, `status` and annotations: the API server
 refuses a conversion that changes any other metadata. `down` never fails, so every stored job
@@ -20,10 +20,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from hooks.core import stash
 from hooks.core.api import GROUP, KIND, TYPE_BY_FOLDED_NAME, VERSION, ReplicaType
+from hooks.core.conversion import stash
+from hooks.core.conversion.schema import schema_errors
 from hooks.core.fields import dig
-from hooks.core.schema import schema_errors
 from hooks.core.spec import load
 from hooks.core.validation import validate
 

@@ -11,9 +11,8 @@ TVM's RPC tracker takes servers as they come and go, so in an MXTune job a Tuner
 is carried out in place: servers are added or removed, the tracker and the Tuner keep running.
 """
 
-from hooks.core.api import JobMode, ReplicaType
+from hooks.core.api import CLUSTER_KEY, LABELS_KEY, JobMode, ReplicaType
 from hooks.core.children import ConfigMap
-from hooks.core.env import CLUSTER_KEY, LABELS_KEY
 from hooks.core.fields import parsed_json
 from hooks.core.job import Job
 
@@ -49,12 +48,7 @@ def change(job: Job, observed: ConfigMap | None, wanted: dict[str, str]) -> str 
     if was is None or now is None:
         return None
     in_place = _IN_PLACE.get(job.spec.mode, frozenset())
-    resized = [
-        _words(rtype, len(was.get(rtype.short, [])), len(now.get(rtype.short, [])))
-        for rtype in ReplicaType
-        if rtype.short not in in_place
-        and len(was.get(rtype.short, [])) != len(now.get(rtype.short, []))
-    ]
+    resized = _resized(was, now, in_place)
     if resized:
         return "resized " + " and ".join(resized)
     moved = [
@@ -72,6 +66,19 @@ def change(job: Job, observed: ConfigMap | None, wanted: dict[str, str]) -> str 
     if parsed_json(data.get(LABELS_KEY)) not in (None, parsed_json(wanted[LABELS_KEY])):
         return "its tuner-server keys changed"
     return None
+
+
+def _resized(
+    was: dict[str, list[object]], now: dict[str, list[object]], in_place: frozenset[str]
+) -> list[str]:
+    """`from 2 to 4 Workers` for each replica type whose count changed, but those an MXTune
+    job changes in place."""
+    counts = {
+        rtype: (len(was.get(rtype.short, [])), len(now.get(rtype.short, [])))
+        for rtype in ReplicaType
+        if rtype.short not in in_place
+    }
+    return [_words(rtype, a, b) for rtype, (a, b) in counts.items() if a != b]
 
 
 def _words(rtype: ReplicaType, was: int, now: int) -> str:

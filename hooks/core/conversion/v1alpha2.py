@@ -13,7 +13,7 @@ operator wrote).
 from typing import Any
 
 from hooks.core.api import MODE_TYPES, TUNER_SERVER_KEY, JobMode
-from hooks.core.versions import (
+from hooks.core.conversion.versions import (
     Mapping,
     UnconvertibleError,
     View,
@@ -23,8 +23,8 @@ from hooks.core.versions import (
     run_policy,
     spread_scheduler_name,
 )
-from hooks.core.versions import from_v1 as _from_v1
-from hooks.core.versions import to_v1 as _to_v1
+from hooks.core.conversion.versions import from_v1 as _from_v1
+from hooks.core.conversion.versions import to_v1 as _to_v1
 
 VERSION = "v1alpha2"
 #: The fields of a replica spec both versions hold.
@@ -154,24 +154,29 @@ def _spec_down(spec: dict[str, Any]) -> dict[str, Any]:
 def _replica_down(replica: dict[str, Any]) -> dict[str, Any]:
     """The spec as v1alpha2's; a `tuner-server-key` annotation that repeats the label leaves."""
     converted = {k: replica[k] for k in REPLICA_FIELDS if k in replica}
-    label, template = replica.get("label"), converted.get("template")
-    metadata = template.get("metadata") if isinstance(template, dict) else None
-    annotations = metadata.get("annotations") if isinstance(metadata, dict) else None
-    if (
-        isinstance(template, dict)
-        and isinstance(metadata, dict)
-        and isinstance(annotations, dict)
-        and label
-        and annotations.get(TUNER_SERVER_KEY) == label
-    ):
-        rest = {k: v for k, v in annotations.items() if k != TUNER_SERVER_KEY}
-        kept = {k: v for k, v in metadata.items() if k != "annotations"}
-        if rest:
-            kept["annotations"] = rest
-        del template["metadata"]
-        if kept:
-            template["metadata"] = kept
+    template = converted.get("template")
+    label = replica.get("label")
+    if isinstance(template, dict) and label:
+        _drop_repeated_key(template, label)
     return converted
+
+
+def _drop_repeated_key(template: dict[str, Any], label: object) -> None:
+    """Remove the template's `tuner-server-key` annotation where it repeats `label` (and the
+    metadata it leaves empty)."""
+    metadata = template.get("metadata")
+    annotations = metadata.get("annotations") if isinstance(metadata, dict) else None
+    if not isinstance(metadata, dict) or not isinstance(annotations, dict):
+        return
+    if annotations.get(TUNER_SERVER_KEY) != label:
+        return
+    rest = {k: v for k, v in annotations.items() if k != TUNER_SERVER_KEY}
+    kept = {k: v for k, v in metadata.items() if k != "annotations"}
+    if rest:
+        kept["annotations"] = rest
+    del template["metadata"]
+    if kept:
+        template["metadata"] = kept
 
 
 MAPPING = Mapping(VERSION, _up, _down)

@@ -13,9 +13,9 @@ back unchanged; one old version becomes another through v1.
 from dataclasses import dataclass
 from typing import Any, NotRequired, TypedDict
 
-from hooks.core import v1alpha1, v1alpha2
 from hooks.core.api import KIND
-from hooks.core.versions import V1, Mapping, UnconvertibleError, from_v1, to_v1
+from hooks.core.conversion import v1alpha1, v1alpha2
+from hooks.core.conversion.versions import V1, Mapping, UnconvertibleError, from_v1, to_v1
 
 REVIEW_API_VERSION = "apiextensions.k8s.io/v1"
 REVIEW_KIND = "ConversionReview"

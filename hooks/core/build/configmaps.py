@@ -9,8 +9,8 @@ but an old parent status restores the final status instead of starting the job a
 import json
 from typing import Any
 
+from hooks.core.build.env import config_map_data
 from hooks.core.children import ConfigMap
-from hooks.core.env import config_map_data
 from hooks.core.fields import parsed_json
 from hooks.core.job import Job
 from hooks.core.labels import job_labels

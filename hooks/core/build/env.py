@@ -15,6 +15,8 @@ from typing import Any
 from hooks.core.api import (
     ANNOTATION_ATTEMPT,
     ANNOTATION_RUN,
+    CLUSTER_KEY,
+    LABELS_KEY,
     TUNER_SERVER_KEY,
     JobMode,
     ReplicaType,
@@ -28,8 +30,6 @@ LABELS_VAR = "MXJOB_LABELS"
 #: The job's run (whole-job restarts so far) and the replica's attempt, for resuming scripts.
 RUN_VAR = "MXJOB_RUN"
 ATTEMPT_VAR = "MXJOB_ATTEMPT"
-CLUSTER_KEY = "cluster"
-LABELS_KEY = "labels"
 #: ps-lite heartbeats, seconds (docs/environment.md). Without them a replaced Worker never
 #: registers again;
 #: measured with real MXNet: a replacement registering before the timeout is dropped by ps-lite,

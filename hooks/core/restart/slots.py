@@ -47,6 +47,21 @@ def describe_exit(pod: ObservedPod, retried: Verdict | None = None) -> str:
     cost = ", not counted toward backoffLimit" if uncounted else ""
     if retried is not None and retried.rule:
         cost += f", as {retried.by()} says"
+    ended = _taken_away(pod, cost)
+    if ended is not None:
+        return ended
+    deleted = "was deleted and " if pod.terminating else ""
+    if pod.exit_code is None:
+        why = f" ({pod.reason})" if pod.reason else ""
+        return f"{deleted}failed without an exit code of its mxnet container{why}{cost}"
+    said = last_line(pod.ended.message) if pod.ended is not None else None
+    saying = f' saying "{said}"' if said else ""
+    return f"{deleted}exited with code {pod.exit_code}{_exit_details(pod)}{saying}{cost}"
+
+
+def _taken_away(pod: ObservedPod, cost: str) -> str | None:
+    """Words for a pod that ended by what happened to it rather than by its process: its rejoin
+    wait could not run, its node was lost, Kueue or the cluster took it, someone deleted it."""
     why = f" ({pod.reason})" if pod.reason else ""
     if pod.wait_failed is not None:
         return (
@@ -62,10 +77,12 @@ def describe_exit(pod: ObservedPod, retried: Verdict | None = None) -> str:
     if pod.deleted:
         # Whether it is still ending or has exited: the same words on every sync.
         return f"was deleted{cost}"
-    deleted = "was deleted and " if pod.terminating else ""
-    if pod.exit_code is None:
-        return f"{deleted}failed without an exit code of its mxnet container{why}{cost}"
-    meaning = EXIT_MEANINGS.get(pod.exit_code)
+    return None
+
+
+def _exit_details(pod: ObservedPod) -> str:
+    """` (meaning; reason R)` of an exit code, or nothing when neither says more."""
+    meaning = EXIT_MEANINGS.get(pod.exit_code) if pod.exit_code is not None else None
     if pod.reason == "OOMKilled":
         meaning = "killed for using more memory than its limit"
     elif pod.terminating and pod.exit_code == SIGKILL_EXIT:
@@ -73,10 +90,7 @@ def describe_exit(pod: ObservedPod, retried: Verdict | None = None) -> str:
     # "Error" is the kubelet's word for any non-zero exit: the code already says it.
     shown = pod.reason if pod.reason not in (None, "Error") else None
     details = "; ".join(d for d in (meaning, f"reason {shown}" if shown else None) if d)
-    shown_details = f" ({details})" if details else ""
-    said = last_line(pod.ended.message) if pod.ended is not None else None
-    saying = f' saying "{said}"' if said else ""
-    return f"{deleted}exited with code {pod.exit_code}{shown_details}{saying}{cost}"
+    return f" ({details})" if details else ""
 
 
 class RunStart(msgspec.Struct, frozen=True, kw_only=True, gc=False):

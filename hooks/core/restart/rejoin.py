@@ -24,7 +24,7 @@ is the fastest restart of all): every pod gets `restartPolicy: Never` and the ho
 
 from typing import Any
 
-from hooks.core.api import JobMode, ReplicaType, RestartPolicy
+from hooks.core.api import WAIT_CONTAINER, JobMode, ReplicaType, RestartPolicy
 from hooks.core.spec import JobSpec, mxnet_container
 
 #: What ps-lite needs beyond the heartbeat timeout (see the module docstring), seconds.
@@ -35,8 +35,6 @@ DEFAULT_TIMEOUT = 2
 #: integer): long enough for any sensible setting.
 UNREADABLE_TIMEOUT = 60
 TIMEOUT_VAR = "PS_HEARTBEAT_TIMEOUT"
-#: The init container that holds a Worker back until ps-lite can take it.
-WAIT_CONTAINER = "mxjob-rejoin-wait"
 #: Fields of the mxnet container the wait copies, so it runs wherever that container may
 #: (the same image, pull policy and security settings: PodSecurity admission checks them all).
 _COPIED = ("image", "imagePullPolicy", "securityContext")

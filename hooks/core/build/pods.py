@@ -12,7 +12,7 @@ from hooks.core.api import (
     ReplicaType,
     ServiceMode,
 )
-from hooks.core.env import ReplicaEnv
+from hooks.core.build.env import ReplicaEnv
 from hooks.core.gang import (
     PLUGINS_GROUP_LABEL,
     PLUGINS_SCHEDULER,
@@ -26,7 +26,7 @@ from hooks.core.labels import at_index, run_selector, slot_labels
 from hooks.core.naming import Slot, attempt_name, job_service_name, slot_prefix
 from hooks.core.placement import kueue_annotations
 from hooks.core.queueing import group_metadata, queue_group
-from hooks.core.rejoin import pod_restart_policy, wait_container
+from hooks.core.restart.rejoin import pod_restart_policy, wait_container
 
 
 @dataclass(frozen=True)
@@ -64,7 +64,7 @@ class PodMaker:
         every pod carries its run and attempt (read back by the hook and, through the downward
         API, by the training script), a replacement also the restarts before it. `waits`: a
         pod that may register with a running ps-lite Scheduler gets the rejoin wait
-        (hooks/core/rejoin.py)."""
+        (hooks/core/restart/rejoin.py)."""
         shape = self._shapes.get((slot.rtype, run, waits))
         if shape is None:
             shape = self._shape(slot.rtype, run, waits=waits)

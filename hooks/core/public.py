@@ -1,0 +1,47 @@
+"""What code outside the hook may use of the core: the API's names and labels, safe reads of
+plain JSON, timestamps, pod names and the spec reader. The components (`ttl`, `events`,
+`certs`, `component`) and the `mxjob` cluster commands (`hooks/jobs`) import this module and
+nothing else of `hooks.core` (a lint-imports contract), so the core's rooms can move freely."""
+
+from hooks.core.api import (
+    ALL_TYPES,
+    GROUP,
+    KIND,
+    LABEL_JOB_NAME,
+    MODE_TYPES,
+    MXNET_CONTAINER,
+    TERMINAL,
+    TYPE_BY_FOLDED_NAME,
+    VERSION,
+    JobMode,
+    Reason,
+    ReplicaType,
+)
+from hooks.core.fields import dig, dig_dict, dig_list
+from hooks.core.naming import parse_pod_name
+from hooks.core.spec import JobSpec, load
+from hooks.core.timestamps import earliest, format_time, parse_time
+
+__all__ = [
+    "ALL_TYPES",
+    "GROUP",
+    "KIND",
+    "LABEL_JOB_NAME",
+    "MODE_TYPES",
+    "MXNET_CONTAINER",
+    "TERMINAL",
+    "TYPE_BY_FOLDED_NAME",
+    "VERSION",
+    "JobMode",
+    "JobSpec",
+    "Reason",
+    "ReplicaType",
+    "dig",
+    "dig_dict",
+    "dig_list",
+    "earliest",
+    "format_time",
+    "load",
+    "parse_pod_name",
+    "parse_time",
+]
