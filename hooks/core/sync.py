@@ -266,12 +266,7 @@ def _active_children(
     While the run has pods they stay as they are."""
     run = plan.plans[0].run if plan.plans else 0
     pods, services = PodMaker(job), ServiceMaker(job, run)
-    shared: list[dict[str, Any]] = [config]
-    if job.gang is not None:
-        shared.append(gang.pod_group(job.gang, job.name, job.namespace, job.spec))
-    job_service = services.job_service()
-    if job_service is not None:
-        shared.append(job_service)
+    shared = _shared(job, services, config)
     wanted = [services.service(p.slot) for p in plan.plans]
     desired = [*shared, *(s for s in wanted if s is not None)]
     left_out = _left_out(job, request, desired, creating=creating, replacing=replacing)
@@ -282,20 +277,36 @@ def _active_children(
     waits = not plan.between_runs
     result = [child for child in shared if _key(child) not in left_out]
     for slot_plan, service in zip(plan.plans, wanted, strict=True):
-        result.extend(_kept_by(pods, slot_plan))
-        if slot_plan.create_attempt is not None and admit:
-            result.append(
-                pods.pod(
-                    slot_plan.slot,
-                    slot_plan.create_attempt,
-                    slot_plan.create_restarts_before,
-                    slot_plan.run,
-                    waits=waits,
-                )
-            )
+        result.extend(_slot_children(pods, slot_plan, admit=admit, waits=waits))
         if service is not None and _key(service) not in left_out:
             result.append(service)
     return result
+
+
+def _slot_children(
+    pods: PodMaker, plan: SlotPlan, *, admit: bool, waits: bool
+) -> list[dict[str, Any]]:
+    """A slot's pods: those it keeps, and the one it creates when new pods are admitted."""
+    found = _kept_by(pods, plan)
+    if plan.create_attempt is not None and admit:
+        found.append(
+            pods.pod(
+                plan.slot, plan.create_attempt, plan.create_restarts_before, plan.run, waits=waits
+            )
+        )
+    return found
+
+
+def _shared(job: Job, services: ServiceMaker, config: dict[str, Any]) -> list[dict[str, Any]]:
+    """The run's children that belong to no slot: the config ConfigMap, the gang's PodGroup
+    and, with one Service per job, that Service."""
+    shared: list[dict[str, Any]] = [config]
+    if job.gang is not None:
+        shared.append(gang.pod_group(job.gang, job.name, job.namespace, job.spec))
+    job_service = services.job_service()
+    if job_service is not None:
+        shared.append(job_service)
+    return shared
 
 
 _STALE, _NOT_YET = "stale", "not yet"

@@ -51,6 +51,19 @@ def change(job: Job, observed: ConfigMap | None, wanted: dict[str, str]) -> str 
     resized = _resized(was, now, in_place)
     if resized:
         return "resized " + " and ".join(resized)
+    moved = _moved(job, was, now, in_place)
+    if moved:
+        return moved
+    if parsed_json(data.get(LABELS_KEY)) not in (None, parsed_json(wanted[LABELS_KEY])):
+        return "its tuner-server keys changed"
+    return None
+
+
+def _moved(
+    job: Job, was: dict[str, list[object]], now: dict[str, list[object]], in_place: frozenset[str]
+) -> str | None:
+    """A replica type's port changed, or the replicas' addresses (a `serviceMode` edit): every
+    process reaches the others by the ports and addresses it was started with."""
     moved = [
         f"the {rtype.value}'s port changed"
         for rtype in ReplicaType
@@ -61,10 +74,7 @@ def change(job: Job, observed: ConfigMap | None, wanted: dict[str, str]) -> str 
     if moved:
         return " and ".join(moved)
     if any(_addresses(was[t]) != _addresses(now[t]) for t in was.keys() & now.keys() - in_place):
-        # Every process reaches the others by the addresses it was started with.
         return f"its replicas' addresses changed (serviceMode {job.spec.service_mode.value})"
-    if parsed_json(data.get(LABELS_KEY)) not in (None, parsed_json(wanted[LABELS_KEY])):
-        return "its tuner-server keys changed"
     return None
 
 
