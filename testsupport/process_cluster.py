@@ -250,11 +250,13 @@ def run_job(
     timeout: float = 240.0,
 ) -> "Outcome":
     """Drive the job to its end; after `kills[i][0]` more rounds, SIGKILL the newest pod of
-    slot `kills[i][1]`. A hang: no round completed for `hang_after` seconds."""
+    slot `kills[i][1]`. A hang: no round completed for `hang_after` seconds once the job has
+    trained (its first start, importing MXNet in four processes, is bounded by `timeout` only:
+    a loaded machine can take longer than `hang_after` to start them)."""
     outcome = Outcome()
     pending = list(kills)
     mark = 0
-    last_rounds, last_progress = 0, time.monotonic()
+    last_rounds, last_progress = 0, None
     killed_at: float | None = None
     run_at_kill = 0
     deadline = time.monotonic() + timeout
@@ -274,7 +276,7 @@ def run_job(
             if cluster.condition() in ("Succeeded", "Failed"):
                 outcome.condition = cluster.condition()
                 return outcome
-            if now - last_progress > hang_after:
+            if last_progress is not None and now - last_progress > hang_after:
                 outcome.hung = True
                 return outcome
             if pending and killed_at is None and rounds - mark >= pending[0][0]:
