@@ -21,7 +21,6 @@ the control that shows what the rejoin wait prevents.
 import os
 import re
 import signal
-import socket
 import subprocess
 import time
 from dataclasses import dataclass, field
@@ -312,10 +311,3 @@ class Outcome:
 
 #: How a job recovers from a kill: the killed Worker replaced alone, or a new run of every pod.
 ALONE, WHOLE_JOB = "a Worker rejoined alone", "a whole-job restart"
-
-
-def free_port() -> int:
-    """A free TCP port on 127.0.0.1, for a job's Scheduler."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
