@@ -64,7 +64,8 @@ lock: $(STAMP)
 		-o requirements-dev.txt
 	$(BIN)/uv pip compile $(LOCK_FLAGS) $(LOCK_ARGS) requirements-sdk.in -o requirements-sdk.txt
 
-# The version lives in pyproject.toml; the manifests name the same tag (a test checks it).
+# The version lives in pyproject.toml; manifests/base (`images:`) and charts/mxjob/Chart.yaml
+# name the same one, which tests check.
 VERSION := $(shell sed -n 's/^version = "\(.*\)"$$/\1/p' pyproject.toml)
 IMAGE ?= mxjob:$(VERSION)
 IMAGE_ARGS ?=

@@ -31,6 +31,7 @@ from tests.manifest_support import (
     REPO,
     build,
     installed,
+    load_one,
     name_of,
     needs_kustomize,
 )
@@ -149,16 +150,17 @@ def assert_same_objects(
 
 
 def variant_kustomization(directory: Path, gang: str, components: list[str]) -> Path:
-    """The CRD and a kustomization like manifests/overlays/<variant>, with only the given
-    components; without the conversion webhook, the CRD as its file is (v1 served alone)."""
+    """The CRD and a kustomization like manifests/overlays/<variant>, made as manifests/base is
+    but with only the given components; without the conversion webhook, the CRD as its file is
+    (v1 served alone)."""
     overlay = "base" if gang == "none" else f"overlays/{gang}"
     crd = MANIFESTS / "crd"
     if "conversion" not in components:
         crd = directory / "crd.yaml"
         crd.write_text((MANIFESTS / "crd" / "mxjobs.kubeflow.org.yaml").read_text())
-    resources = [crd, MANIFESTS / "base", METACONTROLLER / overlay]
+    resources = [crd, MANIFESTS / "hook", MANIFESTS / "rbac", METACONTROLLER / overlay]
     if gang != "none":
-        resources.insert(2, MANIFESTS / "rbac" / gang)
+        resources.insert(3, MANIFESTS / "rbac" / gang)
     (directory / "kustomization.yaml").write_text(
         json.dumps(
             {
@@ -169,6 +171,7 @@ def variant_kustomization(directory: Path, gang: str, components: list[str]) -> 
                     os.path.relpath(MANIFESTS / "components" / COMPONENTS[c], directory)
                     for c in components
                 ],
+                "images": load_one(MANIFESTS / "base" / "kustomization.yaml")["images"],
             }
         )
     )

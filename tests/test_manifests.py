@@ -167,6 +167,10 @@ def test_install_variant_is_complete(variant: str) -> None:
             assert obj["metadata"].get("namespace") == HOOK_NAMESPACE, name_of(obj)
 
 
+#: The package's version (pyproject.toml), which `make image` tags by default.
+VERSION = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"]
+
+
 @pytest.mark.parametrize("variant", INSTALL_OVERLAYS)
 def test_hook_and_ttl_controller_share_one_image(variant: str) -> None:
     """Every Deployment (the hook and each component) runs `mxjob:<version>`, so one `images:`
@@ -177,9 +181,7 @@ def test_hook_and_ttl_controller_share_one_image(variant: str) -> None:
         if obj["kind"] == "Deployment"
         for container in obj["spec"]["template"]["spec"]["containers"]
     }
-    # The tag is the package's version (pyproject.toml), which `make image` builds by default.
-    version = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"]
-    assert images == {f"mxjob:{version}"}
+    assert images == {f"mxjob:{VERSION}"}
     made = subprocess.run(
         ["make", "-s", "-n", "image", "ENGINE=podman"],
         cwd=REPO,
@@ -187,7 +189,21 @@ def test_hook_and_ttl_controller_share_one_image(variant: str) -> None:
         text=True,
         check=True,
     )
-    assert f"-t mxjob:{version} ." in made.stdout, made.stdout
+    assert f"-t mxjob:{VERSION} ." in made.stdout, made.stdout
+
+
+def test_the_manifests_write_the_version_once() -> None:
+    """Only manifests/base's `images:` entry names the version; every Deployment says `mxjob`
+    and gets its tag there, so a release changes pyproject.toml, this entry and Chart.yaml
+    (tests/test_helm.py), each checked against pyproject.toml."""
+    naming = sorted(
+        path.relative_to(MANIFESTS).as_posix()
+        for path in MANIFESTS.rglob("*.yaml")
+        if VERSION in path.read_text()
+    )
+    assert naming == ["base/kustomization.yaml"]
+    (entry,) = load_one(MANIFESTS / "base" / "kustomization.yaml")["images"]
+    assert entry == {"name": "mxjob", "newTag": VERSION}
 
 
 @pytest.mark.parametrize("variant", INSTALL_OVERLAYS)

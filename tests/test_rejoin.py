@@ -16,9 +16,10 @@ import pytest
 
 from tests.required import unavailable
 from testsupport.jobs import mxjob
-from testsupport.process_cluster import ALONE, WHOLE_JOB, ProcessCluster, free_port, run_job
+from testsupport.process_cluster import ALONE, WHOLE_JOB, ProcessCluster, run_job
 from tools.cluster import mxnet_env
 from tools.cluster.build import default_cache_dir
+from tools.ports import free_port
 
 TRAIN = Path(__file__).parent / "realnode" / "workloads" / "train.py"
 ROUNDS = {"ROUNDS": "40", "ROUND_SECONDS": "0.1"}

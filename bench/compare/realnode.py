@@ -27,7 +27,8 @@ from typing import Any
 
 from tools.cluster import build
 from tools.cluster import training_operator as operator
-from tools.cluster.node import NodeStack
+from tools.cluster.node import RealNode
+from tools.cluster.stack import Stack
 
 REPO = Path(__file__).resolve().parents[2]
 WORKLOADS = REPO / "tests" / "realnode" / "workloads"
@@ -77,8 +78,8 @@ def job(name: str, image: str) -> dict[str, Any]:
 class Node:
     """kubectl and the host's view of the node's containers."""
 
-    def __init__(self, stack: NodeStack) -> None:
-        self.stack = stack
+    def __init__(self, stack: Stack, real: RealNode) -> None:
+        self.stack, self.real = stack, real
 
     def kubectl(self, *args: str, stdin: str | None = None) -> str:
         return str(self.stack.kubectl(*args, input=stdin, check=False).stdout)
@@ -100,7 +101,7 @@ class Node:
         """SIGKILL the mxnet container's main process, found with runc, not the API."""
         status = self.pods(pod.rsplit("-", 2)[0])[pod]["status"]
         (container,) = [s for s in status["containerStatuses"] if s["name"] == "mxnet"]
-        os.kill(self.stack.container_pid(container["containerID"]), signal.SIGKILL)
+        os.kill(self.real.container_pid(container["containerID"]), signal.SIGKILL)
 
 
 def until(probe: Callable[[], bool], seconds: float) -> bool:
@@ -176,13 +177,14 @@ def main(argv: list[str] | None = None) -> int:
         build.default_cache_dir(), log, (build.TRAINING_OPERATORS[args.training_operator],)
     )
     with tempfile.TemporaryDirectory(prefix="compare-node-") as run:
-        stack = NodeStack(run_dir=Path(run) / "node", log=log)
+        real = RealNode()
+        stack = Stack(run_dir=Path(run) / "node", log=log, node=real)
         try:
             stack.start()
-            stack.install_in_cluster(REPO)
+            real.install_in_cluster(REPO)
             files = [f"--from-file={f}" for f in sorted(WORKLOADS.glob("*.py"))]
             stack.kubectl("create", "configmap", "mxjob-workloads", "-n", NAMESPACE, *files)
-            node, image = Node(stack), str((stack.images or {})["mxjob-mxnet"])
+            node, image = Node(stack, real), str((real.images or {})["mxjob-mxnet"])
             outcomes = [play(node, "mxjob", victim, image) for victim in ("worker", "server")]
             with old_operator(node, args.training_operator):
                 outcomes += [

@@ -8,7 +8,6 @@ Skipped with a one-line reason when Go is missing, unless E2E=required (CI sets 
 import contextlib
 import json
 import os
-import socket
 import subprocess
 import sys
 import threading
@@ -21,6 +20,7 @@ import pytest
 
 from tests.required import unavailable
 from testsupport.server import local_controller
+from tools.ports import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 #: The console script `make venv` installs (pyproject.toml), beside the Python running the tests.
@@ -29,16 +29,10 @@ NAMESPACE = "default"
 T = TypeVar("T")
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture(scope="session")
 def hook_port() -> int:
     """The loopback port the hook serves on for this session."""
-    return _free_port()
+    return free_port()
 
 
 @pytest.fixture(scope="session")
@@ -67,16 +61,7 @@ def controllers(stack: Any, log: Path, names: str, *flags: str) -> Iterator[None
     garbage-collector and service-account controllers. Stopped by its PID."""
     with log.open("wb") as out:
         proc = subprocess.Popen(
-            [
-                str(stack.bin("kube-controller-manager")),
-                f"--kubeconfig={stack.kubeconfig}",
-                f"--controllers={names}",
-                *flags,
-                "--bind-address=127.0.0.1",
-                "--secure-port=0",
-                "--leader-elect=false",
-                "--profiling=false",
-            ],
+            stack.controller_manager(f"--controllers={names}", *flags),
             stdout=out,
             stderr=subprocess.STDOUT,
             start_new_session=True,

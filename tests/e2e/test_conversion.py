@@ -27,8 +27,9 @@ from certs.controller import patch_bundle
 from component.kube import api_client
 from hooks.core.conversion.versions import V1_FIELDS
 from tests.conversion_cases import OLD_EXAMPLES
-from tests.e2e.conftest import NAMESPACE, REPO, Cluster, _free_port, wait_for
+from tests.e2e.conftest import NAMESPACE, REPO, Cluster, wait_for
 from tools.cluster.stack import tcp_open
+from tools.ports import free_port
 
 CRD = "mxjobs.kubeflow.org"
 SECRET = "mxjob-convert-tls"
@@ -70,7 +71,7 @@ def webhook(
     cluster: Cluster, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[list[list[str]]]:
     """The converting CRD and its TLS server; the keeper's two passes' log lines."""
-    port = _free_port()
+    port = free_port()
     crd = installed_crd(cluster, f"https://localhost:{port}/convert")
     cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f", "-", stdin=json.dumps(crd))
     server: subprocess.Popen[bytes] | None = None

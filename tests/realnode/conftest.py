@@ -1,9 +1,10 @@
 """The real-node tier: a real kubelet runs real MXNet and TVM processes.
 
-One session-wide `NodeStack` (tools/cluster/node.py): control plane with RBAC enforced, one node
-in its own network namespace, Metacontroller v4.17.2 and the project installed in the cluster
-from locally built images exactly as the README tells users (`kubectl apply -k
-manifests/overlays/standard`). The workloads in `workloads/` reach the pods through a ConfigMap.
+One session-wide stack given a `RealNode` (tools/cluster/node.py): control plane with RBAC
+enforced, one node in its own network namespace, Metacontroller v4.17.2 and the project
+installed in the cluster from locally built images exactly as the README tells users (`kubectl
+apply -k manifests/overlays/standard`).
+The workloads in `workloads/` reach the pods through a ConfigMap.
 
 Skipped with a one-line reason where the machine cannot run a node (not root, not Linux, no
 Go), unless E2E=required (CI sets it).
@@ -30,7 +31,8 @@ WORKLOADS_CONFIGMAP = "mxjob-workloads"
 
 @pytest.fixture(scope="session")
 def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    from tools.cluster.node import NodeStack, unavailable_reason  # noqa: PLC0415
+    from tools.cluster.node import RealNode, load_any, unavailable_reason  # noqa: PLC0415
+    from tools.cluster.stack import Stack  # noqa: PLC0415
 
     reason = unavailable_reason()
     if reason:
@@ -39,20 +41,21 @@ def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 
     reuse = os.environ.get("MXJOB_NODE_RUN")
     if reuse:  # a running playground (`make up TIER=node`): quicker while writing tests
-        running = NodeStack.load(Path(reuse), log=lambda line: print(line, flush=True))
-        assert running is not None and running.is_running(), f"no node stack in {reuse}"
+        running = load_any(Path(reuse), log=lambda line: print(line, flush=True))
+        assert running and running.node and running.is_running(), f"no node stack in {reuse}"
         running.kubectl("delete", "configmap", WORKLOADS_CONFIGMAP, "--ignore-not-found")
         _create_workloads(running)
         yield running
         return
     # The values before any stack changed them: unknown if another stack holds them now.
     sysctls = None if hoststate.holders() else hoststate.read_sysctls()
-    stack = NodeStack(
-        run_dir=tmp_path_factory.mktemp("node"), log=lambda line: print(line, flush=True)
+    real = RealNode()
+    stack = Stack(
+        run_dir=tmp_path_factory.mktemp("node"), log=lambda line: print(line, flush=True), node=real
     )
     try:
         stack.start()
-        stack.install_in_cluster(REPO)
+        real.install_in_cluster(REPO)
         _create_workloads(stack)
         yield stack
     finally:
@@ -80,7 +83,7 @@ class Node(Cluster):
     """Cluster helpers plus what only a real node can do: logs, images, killing a process."""
 
     def image(self, name: str) -> str:
-        return str(self.stack.images[name])
+        return str(self.stack.node.images[name])
 
     def logs(self, pod: str) -> str:
         return str(self.kubectl("logs", "-n", NAMESPACE, pod, check=False).stdout)
@@ -103,7 +106,7 @@ class Node(Cluster):
             return ids[0] if ids else None
 
         container = wait_for(f"the mxnet container of {pod} running", running, timeout)
-        return int(self.stack.container_pid(container))
+        return int(self.stack.node.container_pid(container))
 
     def kill(self, pod: str, sig: signal.Signals = signal.SIGKILL) -> None:
         """Signal the mxnet container's main process from the host, as the OOM killer would."""

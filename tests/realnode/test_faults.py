@@ -359,7 +359,7 @@ def test_uninstall_and_install_again_under_a_running_job(cluster: Node) -> None:
             cluster.finish(pids["kept-worker-0"])  # while nothing of mxjob runs
         finally:
             again = time.monotonic()
-            cluster.stack.install_in_cluster(REPO)
+            cluster.stack.node.install_in_cluster(REPO)
         return (
             f"uninstalled in {took:.1f}s with the job running: CRD, job and pods kept;"
             f" installed again in {time.monotonic() - again:.1f}s"

@@ -47,7 +47,7 @@ def without_kustomize_install(cluster: Node) -> Iterator[Node]:
                    check=False, timeout=240)  # fmt: skip
         stack.kubectl("delete", "namespace", HOOK_NAMESPACE, "--ignore-not-found",
                       "--timeout=180s", timeout=240)  # fmt: skip
-        stack.install_in_cluster(REPO)
+        stack.node.install_in_cluster(REPO)
 
 
 def test_helm_install_runs_a_job_and_uninstall_keeps_only_the_crd_and_jobs(

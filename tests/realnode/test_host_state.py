@@ -6,14 +6,14 @@ from typing import Any
 import pytest
 
 from tools.cluster import hoststate
-from tools.cluster.node import NETNS_DIR, NodeStack, _cgroup_hierarchies
-from tools.cluster.stack import StackError
+from tools.cluster.node import NETNS_DIR, RealNode, cgroup_hierarchies
+from tools.cluster.stack import Stack, StackError
 
 
-class FailsAfterContainerd(NodeStack):
-    """Starts the control plane, the namespace and containerd, then fails like a bad kubelet."""
+class FailsAfterContainerd(RealNode):
+    """A node whose namespace and containerd start, whose kubelet then fails like a bad one."""
 
-    def _build(self) -> None:  # binaries are cached by the session's stack; no images needed
+    def build(self) -> None:  # binaries are cached by the session's stack; no images needed
         pass
 
     def _start_kubelet(self) -> None:
@@ -23,7 +23,7 @@ class FailsAfterContainerd(NodeStack):
         import subprocess  # noqa: PLC0415
 
         subprocess.run(["mount", "-t", "tmpfs", "tmpfs", str(target)], check=True)
-        for hierarchy in _cgroup_hierarchies():
+        for hierarchy in cgroup_hierarchies():
             (hierarchy / self.cgroup_root.lstrip("/") / "kubepods").mkdir(
                 parents=True, exist_ok=True
             )
@@ -39,16 +39,17 @@ def test_failed_start_undoes_namespace_mounts_cgroups_and_sysctls(
     node: Any, tmp_path: Path
 ) -> None:
     before = hoststate.read_sysctls()
-    stack = FailsAfterContainerd(run_dir=tmp_path / "run", log=lambda line: None)
+    failing = FailsAfterContainerd()
+    stack = Stack(run_dir=tmp_path / "run", log=lambda line: None, node=failing)
     with pytest.raises(StackError, match="simulated failure"):
         stack.start()
-    assert stack.slot >= 0
-    assert not (NETNS_DIR / stack.netns).exists()
+    assert failing.slot >= 0
+    assert not (NETNS_DIR / failing.netns).exists()
     assert mounts_under(stack.run_dir) == []
-    for hierarchy in _cgroup_hierarchies():
-        assert not (hierarchy / stack.cgroup_root.lstrip("/")).exists()
+    for hierarchy in cgroup_hierarchies():
+        assert not (hierarchy / failing.cgroup_root.lstrip("/")).exists()
     # The session's own node is still up and holds the kubelet's sysctls: untouched by this one.
     assert hoststate.read_sysctls() == before
-    assert (NETNS_DIR / node.netns).exists()
+    assert (NETNS_DIR / node.node.netns).exists()
     # The logs stay for the error message's pointers.
     assert (stack.run_dir / "logs" / "containerd.log").is_file()

@@ -100,8 +100,8 @@ def operator_world(cluster: Node) -> Iterator[None]:
     finally:
         cluster.kubectl("delete", "mxjob", "--all", "-n", NAMESPACE, "--wait=true", check=False)
         cluster.kubectl("replace", "-f", str(REPO / "manifests/crd/mxjobs.kubeflow.org.yaml"))
-        stack.install_crd(REPO)
-        stack.install_variant(REPO, "standard")
+        stack.node.install_crd(REPO)
+        stack.node.install_variant(REPO, "standard")
         cluster.kubectl(
             "delete", "-f", str(operator.crd(stack, VERSION, "pytorchjob")), "--ignore-not-found"
         )
@@ -196,8 +196,8 @@ def test_jobs_of_training_operator_hand_over_without_a_restart(
         with operator.manager(stack, release, ["pytorchjob"]):
             print("mxjob adopt:", adopt_with_the_cli(cluster), sep="\n")
             cluster.kubectl("replace", "-f", str(REPO / "manifests/crd/mxjobs.kubeflow.org.yaml"))
-            stack.install_crd(REPO)
-            stack.install_variant(REPO, "standard")
+            stack.node.install_crd(REPO)
+            stack.node.install_variant(REPO, "standard")
             check_finished(cluster, before, pods)
             print(f"hand-over to the finished jobs' status: {time.monotonic() - handed:.1f}s")
             status = check_running(cluster, before[RUNNING], pods[RUNNING])

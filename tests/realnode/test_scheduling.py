@@ -68,11 +68,11 @@ def variant(request: pytest.FixtureRequest, cluster: Node) -> Iterator[Variant]:
     variant again afterwards (its CompositeController back, the variant's role gone)."""
     chosen: Variant = request.param
     with chosen.start(cluster.stack):
-        cluster.stack.install_variant(REPO, chosen.overlay)
+        cluster.stack.node.install_variant(REPO, chosen.overlay)
         try:
             yield chosen
         finally:
-            cluster.stack.install_variant(REPO, "standard")
+            cluster.stack.node.install_variant(REPO, "standard")
             cluster.kubectl("delete", "clusterrole", chosen.role, "--ignore-not-found")
 
 

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 from tools.cluster import build, mxnet_env, node
-from tools.cluster.node import NodeStack, load_any
+from tools.cluster.node import RealNode, load_any
 from tools.cluster.stack import Stack, StackError, default_run_dir
 
 REPO = Path(__file__).resolve().parents[2]
@@ -73,19 +73,19 @@ def cmd_up(args: argparse.Namespace) -> int:
         print(_exports(existing))
         return 0
     base = args.port_base or int(os.environ.get("MXJOB_PORT_BASE", "0")) or None
-    tier = NodeStack if args.tier == "node" else Stack
-    stack = tier(
+    stack = Stack(
         run_dir=args.run_dir,
         cache_dir=args.cache,
         port_base=base,
         nodes=args.nodes,
         pod_stages=args.pod_stages,
         log=_log,
+        node=RealNode() if args.tier == "node" else None,
     )
     try:
         stack.start()
-        if args.install_project and isinstance(stack, NodeStack):
-            stack.install_in_cluster(REPO)
+        if args.install_project and stack.node:
+            stack.node.install_in_cluster(REPO)
         elif args.install_project:
             stack.install_project(REPO, args.hook_cmd, args.hook_port)
     except (StackError, build.BuildError) as exc:
@@ -127,7 +127,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(f"down (no state in {args.run_dir})")
         return 1
     for name, pid in stack.pids.items():
-        print(f"{name:24s} pid {pid:<8d} {'running' if stack._owns(name, pid) else 'DEAD'}")
+        print(f"{name:24s} pid {pid:<8d} {'running' if stack.owns(name, pid) else 'DEAD'}")
     ok = stack.is_running()
     print("up" if ok else "degraded")
     return 0 if ok else 1

@@ -9,7 +9,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from tools.cluster.processes import healthz, process
-from tools.cluster.stack import Stack, free_port
+from tools.cluster.stack import Stack
+from tools.ports import free_port
 
 
 @contextmanager

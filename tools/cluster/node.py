@@ -1,16 +1,17 @@
 """The real-node tier: the control plane plus a real kubelet, so pods really run.
 
-``NodeStack`` starts what ``Stack`` starts, but with an API server that enforces RBAC
-(``--authorization-mode=Node,RBAC``, default admission plugins plus NodeRestriction), a
-controller-manager with all its default controllers, and no Metacontroller or KWOK on the host.
-One node runs in a network namespace of its own (``mxjob<k>``): containerd + runc, the kubelet,
-kube-proxy (iptables) and CoreDNS, with pods on a bridge inside that namespace. A veth pair
-joins it to the host: the API server listens on the host end (``10.200.<k>.1``), the kubelet on
-the node end (``10.200.<k>.2``). So every iptables rule, route and bridge the node makes lives
-and dies with the namespace, and two stacks (a test session and the ``make up`` playground) do
-not see each other's. What remains machine-wide — the kubelet's sysctls, its cgroups (under
-``/mxjob<k>``) and mounts under the run directory — is restored or removed by ``stop()``, also
-after a failed start.
+``RealNode`` is the part a control plane is given (``Stack(node=RealNode())``): the plane then
+runs an API server that enforces RBAC (``--authorization-mode=Node,RBAC``, default admission
+plugins plus NodeRestriction), a controller-manager with all its default controllers, and this
+node in place of Metacontroller and KWOK on the host. The node runs in a network namespace of
+its own (``mxjob<k>``): containerd + runc, the kubelet, kube-proxy (iptables) and CoreDNS, with
+pods on a bridge inside that namespace. A veth pair joins it to the host: the API server listens
+on the host end (``10.200.<k>.1``), the kubelet on the node end (``10.200.<k>.2``). So every
+iptables rule, route and bridge the node makes lives and dies with the namespace, and two stacks
+(a test session and the ``make up`` playground) do not see each other's. What remains
+machine-wide — the kubelet's sysctls, its cgroups (under ``/mxjob<k>``) and mounts under the run
+directory — is restored or removed by ``stop()``, also after a failed start (``Stack.stop``
+stops the node first).
 
 Metacontroller and the project itself are installed into the cluster from locally built images
 (``tools/cluster/images.py``) by ``install_in_cluster``, the way the README tells users.
@@ -25,21 +26,20 @@ import shutil
 import signal
 import subprocess
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, ClassVar
 
 from tools.cluster import build, hoststate, images, pki
 from tools.cluster.build import locked
-from tools.cluster.stack import Stack, StackError, _pid_alive, _pid_cmdline
+from tools.cluster.stack import Stack, StackError, pid_cmdline
 
 NODE_NAME = "mxjob-node"
 NETNS_DIR = Path("/run/netns")
 MAX_SLOTS = 16
 #: Host binaries of the node (Debian packages), not built by this project.
-HOST_BINARIES = {"containerd": "containerd", "ctr": "ctr", "runc": "runc"}
-CNI_BIN_DIR = "/usr/lib/cni"
+HOST_BINARIES = ("containerd", "ctr", "runc")
 NODE_PROCESSES = ("containerd", "kubelet", "kube-proxy", "coredns")
 #: Debian packages the node needs (installed by `ensure_host_packages` when missing).
 HOST_PACKAGES = {
@@ -116,7 +116,7 @@ def _ip(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     return proc
 
 
-def _cgroup_hierarchies() -> list[Path]:
+def cgroup_hierarchies() -> list[Path]:
     """Mount points of the cgroup hierarchies (v1 controllers and the v2 unified one)."""
     found = []
     for line in Path("/proc/self/mountinfo").read_text().splitlines():
@@ -128,25 +128,25 @@ def _cgroup_hierarchies() -> list[Path]:
 
 
 @dataclass
-class NodeStack(Stack):
-    """A control plane with RBAC plus one real node in its own network namespace."""
+class RealNode:
+    """One real node in its own network namespace, the part a control plane is given: the
+    plane calls `claim`, `tokens`, `prepare`, `start` and `stop` at its own steps."""
 
     slot: int = -1
     images: dict[str, str] | None = None
     node_token: str = ""
     proxy_token: str = ""
     archives: dict[str, Path] = field(default_factory=dict, repr=False)
-
-    components: ClassVar[tuple[str, ...]] = (
-        "etcd",
-        "kube-apiserver",
-        "kube-controller-manager",
-        "kube-scheduler",
-        *NODE_PROCESSES,
-        "hook",
-    )
+    #: The control plane this node is part of (set by `Stack`).
+    plane: Stack = field(init=False, repr=False, compare=False)
+    #: Its processes, started after the control plane's (stopped before them).
+    processes: ClassVar[tuple[str, ...]] = NODE_PROCESSES
 
     # -- names and addresses ------------------------------------------------------------------
+
+    @property
+    def run_dir(self) -> Path:
+        return self.plane.run_dir
 
     @property
     def netns(self) -> str:
@@ -155,6 +155,11 @@ class NodeStack(Stack):
     @property
     def host_link(self) -> str:
         return f"mxjh{self.slot}"
+
+    @property
+    def host_ip(self) -> str:
+        """The host end of the node's link, where the API server listens."""
+        return f"10.200.{self.slot}.1"
 
     @property
     def node_ip(self) -> str:
@@ -177,78 +182,99 @@ class NodeStack(Stack):
     def containerd_socket(self) -> Path:
         return self.run_dir / "ctrd" / "containerd.sock"
 
-    def bin(self, name: str) -> Path:
-        if name in HOST_BINARIES:
-            found = shutil.which(HOST_BINARIES[name])
-            if found is None:
-                raise StackError(f"{name} is not installed")
-            return Path(found)
-        for component in build.NODE_COMPONENTS:
-            if name in component.mains.values():
-                return component.binary(self.cache_dir, name)
-        return super().bin(name)
+    @staticmethod
+    def host_binary(name: str) -> Path:
+        found = shutil.which(name) if name in HOST_BINARIES else None
+        if found is None:
+            raise StackError(f"{name} is not installed")
+        return Path(found)
 
     def _in_node(self, argv: list[str]) -> list[str]:
         """argv run inside the node's network namespace (and nothing else of it)."""
         return ["nsenter", f"--net={NETNS_DIR / self.netns}", "--", *argv]
 
-    def _owns(self, name: str, pid: int) -> bool:
-        if name in NODE_PROCESSES:
-            return _pid_alive(pid) and str(self.bin(name)) in _pid_cmdline(pid)
-        return super()._owns(name, pid)
-
     # -- state --------------------------------------------------------------------------------
 
-    def _state(self) -> dict[str, Any]:
-        return {**super()._state(), "kind": "node", "slot": self.slot, "images": self.images}
+    def state(self) -> dict[str, Any]:
+        return {"kind": "node", "slot": self.slot, "images": self.images}
 
-    def _restore(self, state: dict[str, Any]) -> None:
-        super()._restore(state)
+    def restore(self, state: dict[str, Any]) -> None:
         self.slot = int(state.get("slot", -1))
         images_ = state.get("images")
         self.images = {str(k): str(v) for k, v in images_.items()} if images_ else None
 
-    # -- build --------------------------------------------------------------------------------
+    # -- the control plane's side -------------------------------------------------------------
 
-    def _build(self) -> None:
-        ensure_host_packages(self.log)
-        build.build_all(self.cache_dir, self.log, ALL_COMPONENTS)
-        built = images.Builder(self.cache_dir, self.log).all()
+    def build(self) -> None:
+        ensure_host_packages(self.plane.log)
+        build.build_all(self.plane.cache_dir, self.plane.log, ALL_COMPONENTS)
+        built = images.Builder(self.plane.cache_dir, self.plane.log).all()
         self.images = {name: b.ref for name, b in built.items()}
         self.archives = {name: b.archive for name, b in built.items()}
 
-    # -- start --------------------------------------------------------------------------------
-
-    def _start_components(self) -> None:
-        self._make_network()
-        hoststate.hold(str(self.run_dir))
-        self._write_node_files()
-        self._start_etcd()
-        self._start_apiserver()
-        self._start_controllers()
-        self._start_containerd()
-        self._start_kubelet()
-        self._wait_node_ready()
-
-    def _claim_slot(self) -> None:
-        """The lowest k whose namespace `mxjob<k>` is free, claimed by creating it."""
-        with locked(self.cache_dir / "netns.lock"):
+    def claim(self) -> None:
+        """The lowest k whose namespace `mxjob<k>` is free, claimed by creating it; the API
+        server then listens on the host end of this node's link."""
+        with locked(self.plane.cache_dir / "netns.lock"):
             for k in range(MAX_SLOTS):
                 if not (NETNS_DIR / f"mxjob{k}").exists():
                     self.slot = k
                     _ip("netns", "add", self.netns)
+                    self.plane.api_address = self.host_ip
                     return
         raise StackError(f"all {MAX_SLOTS} real-node slots are taken (ip netns list)")
+
+    def tokens(self) -> str:
+        """The lines of the kubelet and kube-proxy in the API server's token file."""
+        self.node_token = pki.new_token()
+        self.proxy_token = pki.new_token()
+        return (
+            f'{self.node_token},system:node:{NODE_NAME},node,"system:nodes"\n'
+            f"{self.proxy_token},system:kube-proxy,kube-proxy\n"
+        )
+
+    def prepare(self) -> None:
+        """The node's network, its sysctls held, its configuration files (before the API server,
+        which binds the host end of the link)."""
+        self._make_network()
+        hoststate.hold(str(self.run_dir))
+        self._write_node_files()
+
+    def apiserver_flags(self) -> list[str]:
+        return [
+            "--authorization-mode=Node,RBAC",
+            "--enable-admission-plugins=NodeRestriction",
+            # The node's name does not resolve: reach kubelets by their InternalIP.
+            "--kubelet-preferred-address-types=InternalIP,Hostname",
+            # Webhooks behind a Service are called at a ready pod's IP (routed to the node's
+            # namespace), not at the ClusterIP, which only the node's kube-proxy knows.
+            "--enable-aggregator-routing=true",
+        ]
+
+    def controller_flags(self) -> list[str]:
+        """Every default controller: node lifecycle lifts the not-ready taint, endpointslices
+        feed Services and DNS, root-ca-cert-publisher and the token controller give pods their
+        service-account volumes."""
+        pki_dir = self.run_dir / "pki"
+        return [
+            f"--root-ca-file={pki_dir / 'apiserver.crt'}",
+            f"--service-account-private-key-file={pki_dir / 'sa.key'}",
+        ]
+
+    def start(self) -> None:
+        self._start_containerd()
+        self._start_kubelet()
+        self._wait_node_ready()
 
     def _make_network(self) -> None:
         ns = self.netns
         _ip("link", "add", self.host_link, "type", "veth", "peer", "name", "eth0", "netns", ns)
-        _ip("addr", "add", f"{self.api_address}/24", "dev", self.host_link)
+        _ip("addr", "add", f"{self.host_ip}/24", "dev", self.host_link)
         _ip("link", "set", self.host_link, "up")
         _ip("-n", ns, "addr", "add", f"{self.node_ip}/24", "dev", "eth0")
         _ip("-n", ns, "link", "set", "eth0", "up")
         _ip("-n", ns, "link", "set", "lo", "up")
-        _ip("-n", ns, "route", "add", "default", "via", self.api_address)
+        _ip("-n", ns, "route", "add", "default", "via", self.host_ip)
         # The API server reaches webhook pods (the CRD's conversion webhook) by their IP; the
         # route goes with the veth when the namespace does.
         _ip("route", "add", self.pod_subnet, "via", self.node_ip, "dev", self.host_link)
@@ -259,19 +285,8 @@ class NodeStack(Stack):
         # Per namespace: pod -> ClusterIP -> pod on the same bridge needs forwarding.
         subprocess.run(self._in_node(["sysctl", "-q", "-w", "net.ipv4.ip_forward=1"]), check=True)
 
-    def _prepare_files(self) -> None:
-        self._claim_slot()
-        self.api_address = f"10.200.{self.slot}.1"
-        super()._prepare_files()
-        pki_dir = self.run_dir / "pki"
-        self.node_token = pki.new_token()
-        self.proxy_token = pki.new_token()
-        with (pki_dir / "tokens.csv").open("a") as tokens:
-            tokens.write(f'{self.node_token},system:node:{NODE_NAME},node,"system:nodes"\n')
-            tokens.write(f"{self.proxy_token},system:kube-proxy,kube-proxy\n")
-
     def _kubeconfig_for(self, name: str, token: str) -> Path:
-        config = json.loads(self.kubeconfig.read_text())
+        config = json.loads(self.plane.kubeconfig.read_text())
         config["users"][0]["user"]["token"] = token
         path = self.run_dir / f"{name}.kubeconfig"
         path.write_text(json.dumps(config, indent=2) + "\n")
@@ -323,65 +338,17 @@ class NodeStack(Stack):
             KUBE_PROXY_CONFIG.format(kubeconfig=proxy, cidr=self.pod_subnet, node=NODE_NAME)
         )
         (run / "Corefile").write_text(
-            COREFILE.format(bind=self.bridge_ip, kubeconfig=self.kubeconfig)
+            COREFILE.format(bind=self.bridge_ip, kubeconfig=self.plane.kubeconfig)
         )
-
-    def _apiserver_args(self) -> list[str]:
-        return [
-            *super()._apiserver_args(),
-            "--authorization-mode=Node,RBAC",
-            "--enable-admission-plugins=NodeRestriction",
-            # The node's name does not resolve: reach kubelets by their InternalIP.
-            "--kubelet-preferred-address-types=InternalIP,Hostname",
-            # Webhooks behind a Service are called at a ready pod's IP (routed to the node's
-            # namespace), not at the ClusterIP, which only the node's kube-proxy knows.
-            "--enable-aggregator-routing=true",
-        ]
-
-    def _start_apiserver(self) -> None:
-        self._spawn("kube-apiserver", self._apiserver_args())
-        self._wait_apiserver()
-
-    def restart_apiserver(
-        self, while_down: Callable[[], None] = lambda: None, grace: float = 10.0
-    ) -> float:
-        """Stop kube-apiserver (SIGTERM), call `while_down`, start it again with the same flags
-        (as an upgrade or a crashed control plane does); the seconds it was not ready."""
-        down = time.monotonic()
-        self._stop_one("kube-apiserver", grace)
-        while_down()
-        self._start_apiserver()
-        return time.monotonic() - down
-
-    def _start_controllers(self) -> None:
-        pki_dir = self.run_dir / "pki"
-        self._spawn(
-            "kube-controller-manager",
-            [
-                str(self.bin("kube-controller-manager")),
-                f"--kubeconfig={self.kubeconfig}",
-                # Every default controller: node lifecycle lifts the not-ready taint,
-                # endpointslices feed Services and DNS, root-ca-cert-publisher and the token
-                # controller give pods their service-account volumes.
-                f"--root-ca-file={pki_dir / 'apiserver.crt'}",
-                f"--service-account-private-key-file={pki_dir / 'sa.key'}",
-                "--bind-address=127.0.0.1",
-                f"--secure-port={self.ports['kube-controller-manager']}",
-                "--leader-elect=false",
-                "--profiling=false",
-                "--v=1",
-            ],
-        )
-        self._start_scheduler()
 
     def _start_containerd(self) -> None:
-        self._spawn(
+        self.plane.spawn(
             "containerd",
             self._in_node(
-                [str(self.bin("containerd")), f"--config={self.run_dir}/ctrd/config.toml"]
+                [str(self.plane.bin("containerd")), f"--config={self.run_dir}/ctrd/config.toml"]
             ),
         )
-        self._wait(
+        self.plane.wait(
             "containerd",
             "its socket",
             lambda: self._ctr("version", check=False).returncode == 0,
@@ -390,30 +357,36 @@ class NodeStack(Stack):
         for name, archive in self.archives.items():
             started = time.monotonic()
             self._ctr("images", "import", str(archive), timeout=600)
-            self.log(f"imported image {name} in {time.monotonic() - started:.1f}s")
+            self.plane.log(f"imported image {name} in {time.monotonic() - started:.1f}s")
 
     def _ctr(
         self, *args: str, check: bool = True, timeout: float = 60
     ) -> subprocess.CompletedProcess[str]:
-        argv = [str(self.bin("ctr")), f"--address={self.containerd_socket}", "-n", "k8s.io", *args]
+        argv = [
+            str(self.plane.bin("ctr")),
+            f"--address={self.containerd_socket}",
+            "-n",
+            "k8s.io",
+            *args,
+        ]
         proc = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=timeout)
         if check and proc.returncode != 0:
             raise StackError(f"ctr {' '.join(args)} failed: {proc.stderr.strip()}")
         return proc
 
     def _start_kubelet(self) -> None:
-        for hierarchy in _cgroup_hierarchies():
+        for hierarchy in cgroup_hierarchies():
             root = hierarchy / self.cgroup_root.lstrip("/")
             root.mkdir(exist_ok=True)
             for knob in ("cpuset.cpus", "cpuset.mems"):  # a v1 cpuset child starts empty
                 if (root / knob).exists() and not (root / knob).read_text().strip():
                     (root / knob).write_text((hierarchy / knob).read_text())
         run = self.run_dir
-        self._spawn(
+        self.plane.spawn(
             "kubelet",
             self._in_node(
                 [
-                    str(self.bin("kubelet")),
+                    str(self.plane.bin("kubelet")),
                     f"--config={run / 'kubelet.yaml'}",
                     f"--kubeconfig={run / 'kubelet.kubeconfig'}",
                     f"--root-dir={run / 'kubelet'}",
@@ -423,18 +396,21 @@ class NodeStack(Stack):
                 ]
             ),
         )
-        self._spawn(
+        self.plane.spawn(
             "kube-proxy",
-            self._in_node([str(self.bin("kube-proxy")), f"--config={run / 'kube-proxy.yaml'}"]),
+            self._in_node(
+                [str(self.plane.bin("kube-proxy")), f"--config={run / 'kube-proxy.yaml'}"]
+            ),
         )
-        self._spawn(
+        self.plane.spawn(
             "coredns",
-            self._in_node([str(self.bin("coredns")), "-conf", str(run / "Corefile")]),
+            self._in_node([str(self.plane.bin("coredns")), "-conf", str(run / "Corefile")]),
         )
 
     def _wait_node_ready(self) -> None:
-        self._wait("kubelet", f"node {NODE_NAME} Ready", lambda: self._node_ready(NODE_NAME), 120)
-        self._wait(
+        ready = partial(self.plane.node_ready, NODE_NAME)
+        self.plane.wait("kubelet", f"node {NODE_NAME} Ready", ready, 120)
+        self.plane.wait(
             "coredns",
             "its ready endpoint",
             lambda: (
@@ -445,21 +421,16 @@ class NodeStack(Stack):
             ),
             60,
         )
-        self._wait(
-            "kube-controller-manager",
-            "serviceaccount default/default",
-            lambda: self.kubectl("get", "serviceaccount", "default", check=False).returncode == 0,
-            60,
-        )
 
     # -- stop ---------------------------------------------------------------------------------
 
-    def stop(self, *, remove: bool = True, grace: float = 10.0) -> None:
-        """Stop the node, undo every host change it made, then stop the control plane."""
+    def stop(self, grace: float) -> str | None:
+        """Stop the node and undo every host change it made; the name of its network namespace
+        if that is still there (the control plane, stopped next, then says so)."""
         for name in ("kubelet", "kube-proxy", "coredns"):
-            self._stop_one(name, grace)
+            self.plane.stop_process(name, grace)
         self._kill_containers()
-        self._stop_one("containerd", grace)
+        self.plane.stop_process("containerd", grace)
         self._kill_shims()
         self._unmount_all()
         self._remove_cgroups()
@@ -467,9 +438,7 @@ class NodeStack(Stack):
         _ip("link", "del", self.host_link, check=False)
         if self.run_dir.is_dir():
             hoststate.release(str(self.run_dir))
-        super().stop(remove=remove, grace=grace)
-        if left:
-            raise StackError(f"network namespace {left} is still there after `ip netns del`")
+        return left
 
     def _release_slot(self) -> str | None:
         """Delete this node's namespace (the veth pair and iptables go with it); the name of the
@@ -477,20 +446,10 @@ class NodeStack(Stack):
         starting meanwhile cannot take the slot before the check."""
         if self.slot < 0:
             return None
-        with locked(self.cache_dir / "netns.lock"):
+        with locked(self.plane.cache_dir / "netns.lock"):
             if (NETNS_DIR / self.netns).exists():
                 _ip("netns", "del", self.netns, check=False)
             return self.netns if (NETNS_DIR / self.netns).exists() else None
-
-    def _stop_one(self, name: str, grace: float) -> None:
-        pid = self.pids.pop(name, None)
-        if pid is None or not self._owns(name, pid):
-            return
-        self._signal(pid, signal.SIGTERM)
-        self._await_exit(name, pid, grace)
-        if _pid_alive(pid):
-            self._signal(pid, signal.SIGKILL)
-            self._await_exit(name, pid, 5)
 
     @property
     def runc_root(self) -> Path:
@@ -523,7 +482,7 @@ class NodeStack(Stack):
         """containerd's shims outlive it in their own sessions; they name its socket."""
         needle = str(self.containerd_socket)
         for entry in Path("/proc").iterdir():
-            if entry.name.isdigit() and needle in _pid_cmdline(int(entry.name)):
+            if entry.name.isdigit() and needle in pid_cmdline(int(entry.name)):
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(int(entry.name), signal.SIGKILL)
 
@@ -546,7 +505,7 @@ class NodeStack(Stack):
         """The kubelet's cgroups under this node's root, leaves first, in every hierarchy."""
         if self.slot < 0:
             return
-        for hierarchy in _cgroup_hierarchies():
+        for hierarchy in cgroup_hierarchies():
             root = hierarchy / self.cgroup_root.lstrip("/")
             if not root.is_dir():
                 continue
@@ -581,7 +540,7 @@ class NodeStack(Stack):
         refs = self.images or {}
         meta = self.run_dir / "install" / "metacontroller"
         meta.mkdir(parents=True, exist_ok=True)
-        production = build.METACONTROLLER.home(self.cache_dir) / "manifests"
+        production = build.METACONTROLLER.home(self.plane.cache_dir) / "manifests"
         (meta / "kustomization.yaml").write_text(
             kustomization(
                 meta,
@@ -589,14 +548,14 @@ class NodeStack(Stack):
                 {"ghcr.io/metacontroller/metacontroller": refs[images.METACONTROLLER.name]},
             )
         )
-        self.kubectl("apply", "--server-side", "-k", str(meta), timeout=120)
+        self.plane.kubectl("apply", "--server-side", "-k", str(meta), timeout=120)
         self.install_crd(repo)
         self.install_variant(repo, "standard")
         for kind, namespace, name in (
             ("statefulset", "metacontroller", "metacontroller"),
             ("deployment", "mxjob-system", "mxjob-hook"),
         ):
-            self.kubectl(
+            self.plane.kubectl(
                 "rollout",
                 "status",
                 "-n",
@@ -605,7 +564,7 @@ class NodeStack(Stack):
                 "--timeout=180s",
                 timeout=200,
             )
-        self.kubectl(
+        self.plane.kubectl(
             "wait",
             "--for=condition=Available",
             "--timeout=120s",
@@ -618,8 +577,8 @@ class NodeStack(Stack):
     def install_crd(self, repo: Path) -> None:
         """`kubectl apply -k manifests/crd` as the README says (installed on its own, so that
         uninstalling a variant keeps it); waits until every CRD is established."""
-        self.kubectl("apply", "-k", str(repo / "manifests" / "crd"), timeout=120)
-        self.kubectl(
+        self.plane.kubectl("apply", "-k", str(repo / "manifests" / "crd"), timeout=120)
+        self.plane.kubectl(
             "wait", "--for=condition=Established", "--timeout=60s", "crd", "--all", timeout=90
         )
 
@@ -635,7 +594,7 @@ class NodeStack(Stack):
                 {"mxjob": (self.images or {})[images.HOOK.name]},
             )
         )
-        self.kubectl("apply", "-k", str(project), timeout=120)
+        self.plane.kubectl("apply", "-k", str(project), timeout=120)
 
 
 def kustomization(directory: Path, base: Path, images_: dict[str, str]) -> str:
@@ -657,13 +616,12 @@ def kustomization(directory: Path, base: Path, images_: dict[str, str]) -> str:
 
 
 def load_any(run_dir: Path, **kwargs: Any) -> Stack | None:
-    """The stack recorded in run_dir, of whichever tier started it."""
+    """The stack recorded in run_dir, with its real node if it was started with one."""
     try:
         kind = json.loads((run_dir / "state.json").read_text()).get("kind")
     except (OSError, ValueError):
         return None
-    cls: type[Stack] = NodeStack if kind == "node" else Stack
-    return cls.load(run_dir, **kwargs)
+    return Stack.load(run_dir, node=RealNode() if kind == "node" else None, **kwargs)
 
 
 READY_PROBE = (

@@ -18,7 +18,8 @@ import yaml
 
 from tools.cluster import build, kwok, pki
 from tools.cluster.processes import healthz, install_crds, kube_env, process, source
-from tools.cluster.stack import Stack, free_port, http_ok
+from tools.cluster.stack import Stack, http_ok
+from tools.ports import free_port
 
 #: Label (and taint) of the KWOK nodes a test gives a scheduler of its own.
 POOL_LABEL = "mxjob.kubeflow.org/test-pool"

@@ -4,6 +4,8 @@
 garbage-collector and service-account controllers), kube-scheduler, Metacontroller and KWOK as
 child processes listening on 127.0.0.1 only, writes ``<run_dir>/kubeconfig`` and waits until
 everything is ready; ``stop()`` ends them (SIGTERM, then SIGKILL) and removes the run directory.
+Given a real node (``Stack(node=RealNode())``, tools/cluster/node.py), the control plane enforces
+RBAC, runs every default controller and starts that node in place of Metacontroller and KWOK.
 All state (etcd data, keys, logs, pids, ports) lives in the run directory; ``state.json`` there
 lets another process (``python3 -m tools.cluster down``) find and stop a running stack.
 
@@ -28,24 +30,22 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any, ClassVar, Self
+from typing import TYPE_CHECKING, Any, Self
 
 from tools.cluster import build, kwok, pki
+from tools.ports import free_port
+
+if TYPE_CHECKING:
+    from tools.cluster.node import RealNode
 
 Log = Callable[[str], None]
 
 SERVICE_CLUSTER_IP_RANGE = "10.96.0.0/16"
 POD_CIDR = "10.244.0.1/16"
-# Order of start-up; shutdown goes the other way.
-COMPONENTS = (
-    "etcd",
-    "kube-apiserver",
-    "kube-controller-manager",
-    "kube-scheduler",
-    "metacontroller",
-    "kwok",
-    "hook",
-)
+# Order of start-up; shutdown goes the other way. Between the control plane and the hook run
+# either these host processes or those of a real node (RealNode.processes).
+CONTROL_PLANE = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler")
+KWOK_PROCESSES = ("metacontroller", "kwok")
 # Ports each stack needs, in the order used with a fixed port base (MXJOB_PORT_BASE).
 PORT_NAMES = (
     "etcd",
@@ -58,6 +58,21 @@ PORT_NAMES = (
 )
 
 
+#: The KWOK tier's API server: no RBAC, and two admission plugins off.
+KWOK_APISERVER_FLAGS = (
+    # Endpoints may not hold a loopback address: do not publish `kubernetes` endpoints.
+    "--endpoint-reconciler-type=none",
+    "--authorization-mode=AlwaysAllow",
+    # ServiceAccount: pods need none (KWOK runs no containers), so there is no race with the SA
+    # controller right after a namespace is created.
+    # TaintNodesByCondition: would taint new nodes not-ready, and no node-lifecycle controller
+    # runs to lift the taint once KWOK reports the node Ready.
+    "--disable-admission-plugins=ServiceAccount,TaintNodesByCondition",
+)
+#: The KWOK tier's controllers: namespace deletion, ownerReference GC, the `default` SA.
+KWOK_CONTROLLERS = ("--controllers=namespace,garbagecollector,serviceaccount",)
+
+
 def default_run_dir() -> Path:
     """``$MXJOB_RUN`` or ``~/.cache/mxjob-e2e/run``."""
     env = os.environ.get("MXJOB_RUN")
@@ -66,12 +81,6 @@ def default_run_dir() -> Path:
 
 class StackError(RuntimeError):
     """Start-up failed; the message names the component and its log file."""
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def allocate_ports(base: int | None) -> dict[str, int]:
@@ -116,7 +125,7 @@ def tail(path: Path, lines: int = 15) -> str:
         return "(no log)"
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/stat") as fh:
             return fh.read().rsplit(")", 1)[1].split()[0] != "Z"  # zombies count as dead
@@ -124,7 +133,7 @@ def _pid_alive(pid: int) -> bool:
         return False
 
 
-def _pid_cmdline(pid: int) -> str:
+def pid_cmdline(pid: int) -> str:
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as fh:
             return fh.read().replace(b"\0", b" ").decode(errors="replace")
@@ -195,6 +204,7 @@ class Stack:
 
     ``port_base``: fixed ports ``base .. base+6`` (see PORT_NAMES) instead of free ones.
     ``pod_stages``: ``fast`` (pods Running at once) or ``general`` (KWOK's realistic delays).
+    ``node``: a real node to run in place of KWOK's fake ones (and of Metacontroller on the host).
     """
 
     run_dir: Path = field(default_factory=default_run_dir)
@@ -206,12 +216,21 @@ class Stack:
     api_address: str = "127.0.0.1"
     discovery_interval: str = "5s"
     log: Log = print
+    node: RealNode | None = None
     ports: dict[str, int] = field(default_factory=dict)
     pids: dict[str, int] = field(default_factory=dict)
     token: str = ""
     _procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict, repr=False)
-    #: Processes in start order (stopped in reverse).
-    components: ClassVar[tuple[str, ...]] = COMPONENTS
+
+    def __post_init__(self) -> None:
+        if self.node is not None:
+            self.node.plane = self
+
+    @property
+    def components(self) -> tuple[str, ...]:
+        """Processes in start order (stopped in reverse)."""
+        tier = self.node.processes if self.node else KWOK_PROCESSES
+        return (*CONTROL_PLANE, *tier, "hook")
 
     # -- paths --------------------------------------------------------------------------------
 
@@ -231,9 +250,11 @@ class Stack:
         return self.logs_dir / f"{component}.log"
 
     def bin(self, name: str) -> Path:
-        for component in build.COMPONENTS:
+        for component in (*build.COMPONENTS, *build.NODE_COMPONENTS):
             if name in component.mains.values():
                 return component.binary(self.cache_dir, name)
+        if self.node is not None:
+            return self.node.host_binary(name)
         raise KeyError(name)
 
     @property
@@ -261,6 +282,7 @@ class Stack:
             "token": self.token,
             "nodes": self.nodes,
             "api_address": self.api_address,
+            **(self.node.state() if self.node else {}),
         }
 
     def _restore(self, state: dict[str, Any]) -> None:
@@ -269,6 +291,8 @@ class Stack:
         self.token = str(state.get("token", ""))
         self.nodes = int(state.get("nodes", 1))
         self.api_address = str(state.get("api_address", "127.0.0.1"))
+        if self.node is not None:
+            self.node.restore(state)
 
     def _save_state(self) -> None:
         state = self._state()
@@ -291,21 +315,22 @@ class Stack:
         """Every recorded process alive and the API server ready."""
         return (
             bool(self.pids)
-            and all(self._owns(name, pid) for name, pid in self.pids.items())
+            and all(self.owns(name, pid) for name, pid in self.pids.items())
             and http_ok(f"{self.server}/readyz", self.token)
         )
 
-    def _owns(self, name: str, pid: int) -> bool:
+    def owns(self, name: str, pid: int) -> bool:
         """pid is alive and still the process we started (pids get reused)."""
-        if not _pid_alive(pid):
+        if not pid_alive(pid):
             return False
         if name == "hook":
             return True  # an arbitrary command; it runs in its own process group
-        return str(self.bin(name)) in _pid_cmdline(pid)
+        return str(self.bin(name)) in pid_cmdline(pid)
 
     # -- processes ----------------------------------------------------------------------------
 
-    def _spawn(self, name: str, argv: Sequence[str], env: dict[str, str] | None = None) -> None:
+    def spawn(self, name: str, argv: Sequence[str], env: dict[str, str] | None = None) -> None:
+        """Start argv as `name` in a process group of its own, its output in `name`'s log."""
         self.logs_dir.mkdir(parents=True, exist_ok=True)
         with self.log_file(name).open("ab") as log_fh:
             log_fh.write(f"$ {shlex.join(argv)}\n".encode())
@@ -323,14 +348,14 @@ class Stack:
         self.pids[name] = proc.pid
         self._save_state()
 
-    def _wait(self, name: str, what: str, ready: Callable[[], bool], timeout: float) -> None:
+    def wait(self, name: str, what: str, ready: Callable[[], bool], timeout: float) -> None:
         """Poll ready() until true; fail early if the process died, clearly on timeout."""
         deadline = time.monotonic() + timeout
         while True:
             if ready():
                 return
             pid = self.pids.get(name)
-            if pid is not None and not _pid_alive(pid):
+            if pid is not None and not pid_alive(pid):
                 proc = self._procs.get(name)
                 code = proc.poll() if proc else None
                 raise StackError(
@@ -383,8 +408,9 @@ class Stack:
         """Start every component and wait for readiness. Raises StackError on failure."""
         started = time.monotonic()
         if build_missing:
-            self._build()
-        existing = type(self).load(self.run_dir, cache_dir=self.cache_dir, log=self.log)
+            self.node.build() if self.node else build.build_all(self.cache_dir, self.log)
+        node = type(self.node)() if self.node else None  # a crashed stack of the same tier
+        existing = type(self).load(self.run_dir, cache_dir=self.cache_dir, log=self.log, node=node)
         if existing and existing.is_running():
             raise StackError(f"a stack is already running in {self.run_dir}")
         if existing:
@@ -400,23 +426,32 @@ class Stack:
         self.log(f"stack up in {time.monotonic() - started:.1f}s (run dir {self.run_dir})")
         return self
 
-    def _build(self) -> None:
-        build.build_all(self.cache_dir, self.log)
-
     def _start_components(self) -> None:
         self._start_etcd()
         self._start_apiserver()
         self._start_controllers()
-        self._start_metacontroller()
-        self._start_kwok()
-        self._wait_all_ready()
+        if self.node:
+            self.node.start()
+        else:
+            self._start_metacontroller()
+            self._start_kwok()
+            self._wait_kwok_ready()
+        self.wait(
+            "kube-controller-manager",
+            "serviceaccount default/default",
+            lambda: self.kubectl("get", "serviceaccount", "default", check=False).returncode == 0,
+            60,
+        )
 
     def _prepare_files(self) -> None:
+        if self.node:
+            self.node.claim()  # its slot, and the API server's address on its link
         pki_dir = self.run_dir / "pki"
         pki_dir.mkdir(parents=True, exist_ok=True)
         pki.write_rsa_key(pki_dir / "sa.key")
         self.token = pki.new_token()
-        (pki_dir / "tokens.csv").write_text(f'{self.token},admin,admin,"system:masters"\n')
+        tokens = f'{self.token},admin,admin,"system:masters"\n'
+        (pki_dir / "tokens.csv").write_text(tokens + (self.node.tokens() if self.node else ""))
         kubeconfig = {
             "apiVersion": "v1",
             "kind": "Config",
@@ -435,11 +470,13 @@ class Stack:
         self.kubeconfig.write_text(json.dumps(kubeconfig, indent=2) + "\n")
         self.kubeconfig.chmod(0o600)
         self._save_state()
+        if self.node:
+            self.node.prepare()
 
     def _start_etcd(self) -> None:
         client = f"http://127.0.0.1:{self.ports['etcd']}"
         peer = f"http://127.0.0.1:{self.ports['etcd-peer']}"
-        self._spawn(
+        self.spawn(
             "etcd",
             [
                 str(self.bin("etcd")),
@@ -454,7 +491,7 @@ class Stack:
                 "--log-level=warn",
             ],
         )
-        self._wait("etcd", "/health", lambda: http_ok(f"{client}/health"), 30)
+        self.wait("etcd", "/health", lambda: http_ok(f"{client}/health"), 30)
 
     def _apiserver_args(self) -> list[str]:
         pki_dir = self.run_dir / "pki"
@@ -473,51 +510,45 @@ class Stack:
             "--allow-privileged=true",
             "--profiling=false",
             "--v=1",
+            *(self.node.apiserver_flags() if self.node else KWOK_APISERVER_FLAGS),
         ]
 
     def _start_apiserver(self) -> None:
-        self._spawn(
-            "kube-apiserver",
-            [
-                *self._apiserver_args(),
-                # Endpoints may not hold a loopback address: do not publish `kubernetes` endpoints.
-                "--endpoint-reconciler-type=none",
-                "--authorization-mode=AlwaysAllow",
-                # ServiceAccount: pods need none (KWOK runs no containers), so there is no race
-                # with the SA controller right after a namespace is created.
-                # TaintNodesByCondition: would taint new nodes not-ready, and no node-lifecycle
-                # controller runs to lift the taint once KWOK reports the node Ready.
-                "--disable-admission-plugins=ServiceAccount,TaintNodesByCondition",
-            ],
+        self.spawn("kube-apiserver", self._apiserver_args())
+        self.wait(
+            "kube-apiserver", "/readyz", lambda: http_ok(f"{self.server}/readyz", self.token), 120
         )
-        self._wait_apiserver()
 
-    def _wait_apiserver(self) -> None:
-        self._wait(
-            "kube-apiserver",
-            "/readyz",
-            lambda: http_ok(f"{self.server}/readyz", self.token),
-            120,
-        )
+    def restart_apiserver(
+        self, while_down: Callable[[], None] = lambda: None, grace: float = 10.0
+    ) -> float:
+        """Stop kube-apiserver (SIGTERM), call `while_down`, start it again with the same flags
+        (as an upgrade or a crashed control plane does); the seconds it was not ready."""
+        down = time.monotonic()
+        self.stop_process("kube-apiserver", grace)
+        while_down()
+        self._start_apiserver()
+        return time.monotonic() - down
+
+    def controller_manager(self, *flags: str, port: int = 0) -> list[str]:
+        """A kube-controller-manager command line against this stack: `flags` (which
+        controllers, their keys) and what every one here shares (loopback, no leader election)."""
+        return [
+            str(self.bin("kube-controller-manager")),
+            f"--kubeconfig={self.kubeconfig}",
+            *flags,
+            "--bind-address=127.0.0.1",
+            f"--secure-port={port}",
+            "--leader-elect=false",
+            "--profiling=false",
+        ]
 
     def _start_controllers(self) -> None:
-        self._spawn(
-            "kube-controller-manager",
-            [
-                str(self.bin("kube-controller-manager")),
-                f"--kubeconfig={self.kubeconfig}",
-                "--controllers=namespace,garbagecollector,serviceaccount",
-                "--bind-address=127.0.0.1",
-                f"--secure-port={self.ports['kube-controller-manager']}",
-                "--leader-elect=false",
-                "--profiling=false",
-                "--v=1",
-            ],
-        )
-        self._start_scheduler()
-
-    def _start_scheduler(self) -> None:
-        self._spawn(
+        flags = self.node.controller_flags() if self.node else KWOK_CONTROLLERS
+        port = self.ports["kube-controller-manager"]
+        controllers = [*self.controller_manager(*flags, port=port), "--v=1"]
+        self.spawn("kube-controller-manager", controllers)
+        self.spawn(
             "kube-scheduler",
             [
                 str(self.bin("kube-scheduler")),
@@ -536,7 +567,7 @@ class Stack:
         self.kubectl(
             "wait", "--for=condition=Established", "--timeout=60s", "-f", str(crds), timeout=90
         )
-        self._spawn(
+        self.spawn(
             "metacontroller",
             [
                 str(self.bin("metacontroller")),
@@ -559,7 +590,7 @@ class Stack:
         self.kubectl("apply", "-f", "-", input=kwok.nodes_json(self.node_names))
         env = dict(os.environ)
         env["HOME"] = str(kwok_dir)  # keep KWOK away from ~/.kwok
-        self._spawn(
+        self.spawn(
             "kwok",
             [
                 str(self.bin("kwok")),
@@ -575,23 +606,17 @@ class Stack:
             env=env,
         )
 
-    def _wait_all_ready(self) -> None:
+    def _wait_kwok_ready(self) -> None:
         for name in ("kube-controller-manager", "kube-scheduler"):
             url = f"https://127.0.0.1:{self.ports[name]}/healthz"
-            self._wait(name, "/healthz", partial(http_ok, url), 60)
+            self.wait(name, "/healthz", partial(http_ok, url), 60)
         metrics = f"http://127.0.0.1:{self.ports['metacontroller']}/metrics"
-        self._wait("metacontroller", "its /metrics endpoint", lambda: http_ok(metrics), 60)
+        self.wait("metacontroller", "its /metrics endpoint", lambda: http_ok(metrics), 60)
         for node_name in self.node_names:
-            ready = partial(self._node_ready, node_name)
-            self._wait("kwok", f"node {node_name} Ready", ready, 60)
-        self._wait(
-            "kube-controller-manager",
-            "serviceaccount default/default",
-            lambda: self.kubectl("get", "serviceaccount", "default", check=False).returncode == 0,
-            60,
-        )
+            ready = partial(self.node_ready, node_name)
+            self.wait("kwok", f"node {node_name} Ready", ready, 60)
 
-    def _node_ready(self, name: str) -> bool:
+    def node_ready(self, name: str) -> bool:
         jsonpath = '{.status.conditions[?(@.type=="Ready")].status}'
         out = self.kubectl("get", "node", name, "-o", f"jsonpath={jsonpath}", check=False)
         return out.stdout.strip() == "True"
@@ -615,8 +640,8 @@ class Stack:
         if hook_cmd:
             env = self.env()
             env["PORT"] = str(hook_port)
-            self._spawn("hook", ["/bin/sh", "-c", hook_cmd], env=env)
-            self._wait(
+            self.spawn("hook", ["/bin/sh", "-c", hook_cmd], env=env)
+            self.wait(
                 "hook",
                 f"127.0.0.1:{hook_port} to accept",
                 lambda: tcp_open("127.0.0.1", hook_port),
@@ -660,23 +685,31 @@ class Stack:
     # -- stop ---------------------------------------------------------------------------------
 
     def stop(self, *, remove: bool = True, grace: float = 10.0) -> None:
-        """SIGTERM every process group (reverse start order), SIGKILL after `grace` seconds."""
-        order = [c for c in reversed(self.components) if c in self.pids]
-        targets = {n: self.pids[n] for n in order if self._owns(n, self.pids[n])}
-        for name, pid in targets.items():
-            self._signal(pid, signal.SIGTERM)
-            self._await_exit(name, pid, grace)
-        for name, pid in targets.items():
-            if _pid_alive(pid):
-                self.log(f"{name} (pid {pid}) ignored SIGTERM; killing it")
-                self._signal(pid, signal.SIGKILL)
-                self._await_exit(name, pid, 5)
+        """Stop the node (undoing its host changes), then every process group in reverse start
+        order: SIGTERM, SIGKILL after `grace` seconds."""
+        left = self.node.stop(grace) if self.node else None
+        for name in reversed(self.components):
+            self.stop_process(name, grace)
         self.pids = {}
         self._procs = {}
         if remove:
             shutil.rmtree(self.run_dir, ignore_errors=True)
         elif self.run_dir.is_dir():
             self._save_state()
+        if left:
+            raise StackError(f"network namespace {left} is still there after `ip netns del`")
+
+    def stop_process(self, name: str, grace: float) -> None:
+        """SIGTERM the process group of `name` if it is still ours, SIGKILL after `grace` s."""
+        pid = self.pids.pop(name, None)
+        if pid is None or not self.owns(name, pid):
+            return
+        self._signal(pid, signal.SIGTERM)
+        self._await_exit(name, pid, grace)
+        if pid_alive(pid):
+            self.log(f"{name} (pid {pid}) ignored SIGTERM; killing it")
+            self._signal(pid, signal.SIGKILL)
+            self._await_exit(name, pid, 5)
 
     @staticmethod
     def _signal(pid: int, sig: signal.Signals) -> None:
@@ -697,7 +730,7 @@ class Stack:
                     return
                 except subprocess.TimeoutExpired:
                     continue
-            if not _pid_alive(pid):
+            if not pid_alive(pid):
                 return
             time.sleep(0.1)
 

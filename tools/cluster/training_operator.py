@@ -28,7 +28,8 @@ import yaml
 
 from tools.cluster import build, pki
 from tools.cluster.processes import healthz, install_crds, kube_env, process, source
-from tools.cluster.stack import Stack, free_port
+from tools.cluster.stack import Stack
+from tools.ports import free_port
 
 NAMESPACE = "kubeflow"
 #: The webhook configuration the manager's rotator fills in (its pkg/cert), and the name of

@@ -12,11 +12,12 @@ state, as a real replacement reloads parameters) and derives the round from the 
 value; a Worker "finishes its rounds" when the job's round counter reaches `--rounds`.
 
 Needs a separate venv: `python -m venv /tmp/mxvenv && /tmp/mxvenv/bin/pip install mxnet==1.9.1
-'numpy<1.24'` (and `apt-get install -y libquadmath0 libgomp1` if `import mxnet` fails). Run:
+'numpy<1.24'` (and `apt-get install -y libquadmath0 libgomp1` if `import mxnet` fails). Run
+from the repository's root:
 
-    /tmp/mxvenv/bin/python tools/measure/heartbeats.py --interval 1 --timeout 3 --delay 1
-    /tmp/mxvenv/bin/python tools/measure/heartbeats.py --interval 1 --timeout 3 --delay 30
-    /tmp/mxvenv/bin/python tools/measure/heartbeats.py --no-heartbeat --delay 1   # hangs: control
+    /tmp/mxvenv/bin/python -m tools.measure.heartbeats --interval 1 --timeout 3 --delay 1
+    /tmp/mxvenv/bin/python -m tools.measure.heartbeats --interval 1 --timeout 3 --delay 30
+    /tmp/mxvenv/bin/python -m tools.measure.heartbeats --no-heartbeat --delay 1   # hangs: control
 """
 
 import argparse
@@ -24,11 +25,12 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+from tools.ports import free_port
 
 KEY = 3
 SHAPE = (4,)
@@ -59,18 +61,13 @@ def worker(rounds: int, pace: float) -> None:
     print("finished", flush=True)
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def launch(
     role: str, env: dict[str, str], log: Path, args: argparse.Namespace
 ) -> subprocess.Popen[bytes]:
     cmd = [
         sys.executable,
-        __file__,
+        "-m",
+        "tools.measure.heartbeats",
         "--node",
         "--rounds",
         str(args.rounds),
