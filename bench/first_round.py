@@ -5,7 +5,7 @@ timeout; docs/restarts.md#which-pods-wait).
 
 The "before" pods are today's with the old wait put back as the template's own init container
 (`sleep 5` in the job's image, the command the hook used to add), so both variants run on the
-same stack, image and hook, in turn. One node stack (tools/cluster/node.py), the real-node
+same stack, image and hook, in turn. One real-node stack (tools/cluster/node.py), the real-node
 tier's `train.py` job (bench/compare/realnode.py: Scheduler, Server, two Workers, `dist_sync`).
 The figure is the later of the two Workers' `round 0 ok` log lines (the container runtime's
 timestamps) after `kubectl apply`.
@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from bench.compare.realnode import NAMESPACE, WORKLOADS, Node, job, until
-from tools.cluster.node import NodeStack
+from tools.cluster.node import RealNode
+from tools.cluster.stack import Stack
 
 REPO = Path(__file__).resolve().parents[1]
 #: The rejoin wait every Worker pod had before issue 31, with the default heartbeat timeout.
@@ -76,13 +77,14 @@ def main(argv: list[str] | None = None) -> int:
 
     seconds: dict[str, list[float | None]] = {"now": [], "before": []}
     with tempfile.TemporaryDirectory(prefix="first-round-") as run:
-        stack = NodeStack(run_dir=Path(run) / "node", log=log)
+        real = RealNode()
+        stack = Stack(run_dir=Path(run) / "node", log=log, node=real)
         try:
             stack.start()
-            stack.install_in_cluster(REPO)
+            real.install_in_cluster(REPO)
             files = [f"--from-file={f}" for f in sorted(WORKLOADS.glob("*.py"))]
             stack.kubectl("create", "configmap", "mxjob-workloads", "-n", NAMESPACE, *files)
-            node, image = Node(stack), str((stack.images or {})["mxjob-mxnet"])
+            node, image = Node(stack, real), str((real.images or {})["mxjob-mxnet"])
             for i in range(args.runs):
                 for variant in ("before", "now"):
                     name = f"first-{variant}-{i}"
