@@ -11,11 +11,14 @@ from tests.e2e.conftest import NAMESPACE, wait_for
 from tests.realnode.conftest import Node, mxjob, replica
 from tests.realnode.test_events import job_events
 
-#: A training script that finds a bad batch: its traceback is the end of its log.
+#: A training script that finds a bad batch: its traceback is the end of its log. It logs to
+#: stderr, as Python's logging does: stdout and stderr reach the log through two pipes, so a
+#: line printed to stdout just before the traceback can land after it (seen once in CI).
 CRASH = [
     "python",
     "-c",
-    "print('loading data', flush=True)\n"
+    "import sys\n"
+    "print('loading data', file=sys.stderr, flush=True)\n"
     "def load(batch):\n"
     "    raise ValueError(f'batch {batch} has 3 columns, the model wants 4')\n"
     "load(17)\n",
