@@ -60,7 +60,7 @@ def test_an_exception_outlives_its_pod(cluster: Node) -> None:
     last = status["lastFailure"]
     assert (last["pod"], last["exitCode"], last["reason"]) == ("crash-worker-0", 1, "Error")
     assert last["message"].splitlines()[-1] == exception, last
-    assert '  File "<string>", line 3, in load' in last["message"], last
+    assert '  File "<string>", line 4, in load' in last["message"], last
     assert f'saying "{exception}"' in status["conditions"][-1]["message"]
     described = cluster.kubectl("describe", "mxjob", "crash", "-n", NAMESPACE).stdout
     assert "Last Failure:" in described and exception in described, described
