@@ -7,7 +7,6 @@ restarts from container `restartCount`, the run from the `run` annotation (docs/
 
 from datetime import datetime, timedelta
 from enum import StrEnum
-from typing import TypedDict
 
 import msgspec
 
@@ -197,6 +196,7 @@ def read_pod(job: str, pod: Pod, *, placement: bool = True) -> ObservedPod | Non
     # Each (type, status) once, the first listed: what the conditions say, in one pass.
     conditions = {(c.type, c.status): c for c in reversed(status.conditions)}
     reasons = (status.reason or None, terminated.reason or None)
+    node, scheduler, gates = _placed(pod_spec(pod) if placement else _NOT_PLACED)
     return ObservedPod(
         name=metadata.name,
         slot=slot,
@@ -204,7 +204,7 @@ def read_pod(job: str, pod: Pod, *, placement: bool = True) -> ObservedPod | Non
         phase=phase,
         terminating=metadata.deletion_timestamp is not None,
         created=moment(metadata.creation_timestamp),
-        started=_started(mxnet, status.start_time),
+        started=_started(mxnet, terminated, status.start_time),
         finished=moment(terminated.finished_at),
         exit_code=terminated.exit_code,
         reason=reasons[0] or reasons[1],
@@ -222,17 +222,20 @@ def read_pod(job: str, pod: Pod, *, placement: bool = True) -> ObservedPod | Non
         evicted=_evicted(conditions.get(_EVICTED)),
         scheduled=_scheduled(conditions.get(_SCHEDULED)),
         foreign=ANNOTATION_ATTEMPT not in metadata.annotations,
-        **_placed(pod_spec(pod) if placement else _NOT_PLACED),
+        node=node,
+        scheduler=scheduler,
+        gates=gates,
         ended=_ended(terminated),
         ended_before=_ended(mxnet.last_state.terminated),
     )
 
 
-def _started(mxnet: ContainerStatus, pod_started: datetime | None) -> datetime | None:
-    """When the mxnet container (re)started running, else when its last run started, else
-    when the kubelet took the pod."""
+def _started(
+    mxnet: ContainerStatus, terminated: Terminated, pod_started: datetime | None
+) -> datetime | None:
+    """When the mxnet container (re)started running, else when its last run (`terminated`)
+    started, else when the kubelet took the pod."""
     running = mxnet.state.running
-    terminated = mxnet.state.terminated or _NOT_TERMINATED
     return (
         moment(running.started_at if running else None)
         or moment(terminated.started_at)
@@ -273,19 +276,10 @@ def _scheduled(scheduled: Condition | None) -> datetime | None:
     return None if scheduled is None else moment(scheduled.last_transition_time)
 
 
-class _Placement(TypedDict):
-    node: str | None
-    scheduler: str | None
-    gates: frozenset[str]
-
-
-def _placed(spec: PodSpec) -> _Placement:
+def _placed(spec: PodSpec) -> tuple[str | None, str | None, frozenset[str]]:
     """Where the pod is bound, the scheduler it asks for and its scheduling gates."""
-    return {
-        "node": spec.node_name or None,
-        "scheduler": spec.scheduler_name or None,
-        "gates": frozenset(g.name for g in spec.scheduling_gates if g.name is not None),
-    }
+    gates = frozenset(g.name for g in spec.scheduling_gates if g.name is not None)
+    return spec.node_name or None, spec.scheduler_name or None, gates
 
 
 def _ended(terminated: Terminated | None) -> Ended | None:

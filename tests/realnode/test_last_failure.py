@@ -11,11 +11,14 @@ from tests.e2e.conftest import NAMESPACE, wait_for
 from tests.realnode.conftest import Node, mxjob, replica
 from tests.realnode.test_events import job_events
 
-#: A training script that finds a bad batch: its traceback is the end of its log.
+#: A training script that finds a bad batch: its traceback is the end of its log. It logs to
+#: stderr, as Python's logging does: stdout and stderr reach the log through two pipes, so a
+#: line printed to stdout just before the traceback can land after it (seen once in CI).
 CRASH = [
     "python",
     "-c",
-    "print('loading data', flush=True)\n"
+    "import sys\n"
+    "print('loading data', file=sys.stderr, flush=True)\n"
     "def load(batch):\n"
     "    raise ValueError(f'batch {batch} has 3 columns, the model wants 4')\n"
     "load(17)\n",
@@ -57,7 +60,7 @@ def test_an_exception_outlives_its_pod(cluster: Node) -> None:
     last = status["lastFailure"]
     assert (last["pod"], last["exitCode"], last["reason"]) == ("crash-worker-0", 1, "Error")
     assert last["message"].splitlines()[-1] == exception, last
-    assert '  File "<string>", line 3, in load' in last["message"], last
+    assert '  File "<string>", line 4, in load' in last["message"], last
     assert f'saying "{exception}"' in status["conditions"][-1]["message"]
     described = cluster.kubectl("describe", "mxjob", "crash", "-n", NAMESPACE).stdout
     assert "Last Failure:" in described and exception in described, described
