@@ -58,6 +58,12 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument(
         "--jobs", type=int, default=200, help="jobs of 4 replicas applied at once (0: none)"
     )
+    parser.add_argument(
+        "--metacontroller-qps",
+        type=int,
+        default=100,
+        help="Metacontroller's client QPS, burst twice it (default %(default)s, as advised)",
+    )
     parser.add_argument("--out", type=Path, default=Path(".compare"), help="where to write")
     return parser.parse_args()
 
@@ -68,10 +74,17 @@ def selected(patterns: str) -> list[Scenario]:
 
 
 @contextmanager
-def stack_with(install: Install, name: str) -> Iterator[tuple[Stack, Controller]]:
+def stack_with(
+    install: Install, name: str, metacontroller_qps: int
+) -> Iterator[tuple[Stack, Controller]]:
     """A fresh KWOK stack (two nodes: 2000 pods) with one controller, stopped afterwards."""
     with tempfile.TemporaryDirectory(prefix="mxjob-compare-") as tmp:
-        stack = Stack(run_dir=Path(tmp) / "run", nodes=2, log=log)
+        stack = Stack(
+            run_dir=Path(tmp) / "run",
+            nodes=2,
+            log=log,
+            metacontroller_qps=metacontroller_qps,
+        )
         stack.start(build_missing=False)  # main() built what it needs
         try:
             with install(stack) as controller:
@@ -96,11 +109,12 @@ def run_controller(
     matrix: list[Scenario],
     sizes: tuple[int, int],
     modes: tuple[str, ...],
+    metacontroller_qps: int,
 ) -> Results:
     """Play the scenarios, then the large job and the many jobs in each Service mode."""
     replicas, jobs = sizes
     results = Results()
-    with stack_with(install, name) as (stack, controller):
+    with stack_with(install, name, metacontroller_qps) as (stack, controller):
         for scenario in matrix:
             started = time.monotonic()
             results.outcomes[scenario.name] = outcome = play(stack, scenario)
@@ -135,7 +149,7 @@ def main() -> None:
     )
     modes = (("PerReplica", "PerJob"), ("PerReplica",))
     results = [
-        run_controller(i, n, matrix, (args.replicas, args.jobs), m)
+        run_controller(i, n, matrix, (args.replicas, args.jobs), m, args.metacontroller_qps)
         for i, n, m in zip(installs, names, modes, strict=True)
     ]
     date = datetime.now(UTC).date()
@@ -145,7 +159,8 @@ def main() -> None:
         "",
         f"Ratios: {names[1]}'s time over mxjob's (above 1: mxjob faster). Outcome: from the "
         "test's last action to the job's final condition. Exit → status: from each exit the "
-        "test made to the job's next status write, median.",
+        "test made to the job's next status write, median. Metacontroller's client: "
+        f"--client-go-qps={args.metacontroller_qps}, burst twice it.",
         "",
         report.scenario_table(matrix, names, [r.outcomes for r in results]),
     ]
