@@ -2,7 +2,7 @@
 # Uses $(BIN) (the virtualenv's bin) and $(STAMP) (requirements installed) from the Makefile.
 # Both start gunicorn on 127.0.0.1 on a port the kernel picks, and stop it when done.
 
-.PHONY: bench bench-system load fuzz compare compare-node
+.PHONY: bench bench-system bench-first-round load fuzz compare compare-node
 
 BENCH_ARGS ?=
 LOAD_ARGS ?=
@@ -42,3 +42,9 @@ compare: $(STAMP)
 ## a Worker and a Server SIGKILLed mid-training (docs/comparison.md; root, Linux; ~10 min warm)
 compare-node: $(STAMP)
 	$(BIN)/python -m bench.compare.realnode --training-operator $(TRAINING_OPERATOR)
+
+## bench-first-round: real MXNet on the real node, `kubectl apply` to the first training round
+## of both Workers, as they start now and with the 5 s wait every Worker had before (root, Linux;
+## ~6 min warm; docs/restarts.md#which-pods-wait)
+bench-first-round: $(STAMP)
+	$(BIN)/python -m bench.first_round

@@ -1624,6 +1624,142 @@ def finished_operator_job_with_a_refused_spec() -> Json:
     return request(mxjob(replicas=replicas, status=done), children)
 
 
+# --- docs/restarts.md#rejoining-ps-lite: which pods wait ---------------------------------------
+
+
+@case
+def worker_made_again_after_vanishing() -> Json:
+    """A Worker's pod gone from the API unseen, the run's others running: made again with a wait.
+
+    Its process may register with a Scheduler that has started the job, so the pod made again
+    under its name waits as a replacement does; the kept first pods are listed without it."""
+    job, children = _running(replicas=EXITCODE_WORKERS)
+    children = [c for c in children if c["metadata"]["name"] != "mnist-worker-1"]
+    return request(job, children)
+
+
+# --- docs/environment.md#services: one Service per job --------------------------------------------
+
+PER_JOB: Json = {"serviceMode": "PerJob"}
+
+
+@case
+def per_job_service_first_sync() -> Json:
+    """serviceMode PerJob: one headless Service mnist; each pod its slot name as hostname in it.
+
+    DMLC_PS_ROOT_URI is mnist-scheduler-0.mnist and MX_CONFIG's cluster lists every replica as
+    <slot>.mnist; no Service per replica; the first pods have no rejoin wait."""
+    return request(mxjob(**PER_JOB))
+
+
+@case
+def per_job_service_worker_replaced() -> Json:
+    """serviceMode PerJob, a Worker killed: `-r1` keeps the slot's hostname, so its address stays.
+
+    The replacement waits before its process starts; the job's one Service is kept."""
+    job, children = _running(replicas=EXITCODE_WORKERS, **PER_JOB)
+    return request(job, with_states(children, mnist_worker_1=lambda p: terminated(p, 137, 20)))
+
+
+@case
+def per_job_service_replaced_between_runs() -> Json:
+    """serviceMode PerJob, resized, between runs: the job's Service of run 0 is left out.
+
+    It selects run 0's pods, so it is deleted and made again for run 1 (with the config of the
+    new size) before any pod of run 1."""
+    job, children = _running(replicas=WHOLE, **PER_JOB)
+    job["spec"]["mxReplicaSpecs"]["Worker"]["replicas"] = 3
+    _edited(job, 30)
+    decided = run(request(job, children))
+    record = [
+        c for c in cluster_after(decided, minutes=31) if "-mxjob-run-" in c["metadata"]["name"]
+    ]
+    kept = [c for c in children if c["kind"] in ("ConfigMap", "Service")] + record
+    job["status"] = status_after(job, children + record)
+    job["status"] = status_after(job, kept)
+    return request(job, kept)
+
+
+@case
+def service_mode_change_restarts_the_whole_job() -> Json:
+    """A running job edited to serviceMode PerJob: a whole-job restart, not counted.
+
+    Every process was started with the per-replica addresses; the run record comes first."""
+    job, children = _running(replicas=WHOLE)
+    job["spec"]["serviceMode"] = "PerJob"
+    return request(_edited(job, 30), children)
+
+
+# --- docs/scheduling.md#topology: placement by topology ------------------------------------------
+
+BLOCK = "example.com/block"
+
+
+def _topology(**topology: Any) -> Json:
+    return {"schedulingPolicy": {"topology": {"level": BLOCK, **topology}}}
+
+
+@case
+def kueue_topology_one_pod_set() -> Json:
+    """Kueue, Servers and Workers in one block: one PodSet server-worker requiring the block.
+
+    Their pods ask the same, so they are one PodSet (role-hash server-worker) with
+    podset-required-topology example.com/block; the Scheduler is a PodSet of its own, anywhere."""
+    return request(_queued_job(run_policy=_topology()))
+
+
+@case
+def kueue_topology_leader_and_workers() -> Json:
+    """Kueue, 1 Server and 3 Workers asking differently, preferred: a PodSet group of two.
+
+    Each type its own PodSet (role-hash server, worker), both podset-preferred-topology and
+    podset-group-name server-worker: Kueue places a single pod and its workers in one domain."""
+    replicas = {
+        "Scheduler": replica(1),
+        "Server": replica(1, resources={"requests": {"cpu": "2"}}),
+        "Worker": replica(3, resources={"requests": {"cpu": "1", "nvidia.com/gpu": "1"}}),
+    }
+    return request(_queued_job(replicas=replicas, run_policy=_topology(mode="Preferred")))
+
+
+@case
+def kueue_topology_cannot_be_placed() -> Json:
+    """Kueue, 2 Servers and 3 Workers asking differently: refused, naming replicaTypes.
+
+    Kueue v0.17 places pod sets in one domain only as one pod set or as a pair of which one is
+    a single pod: nothing is created."""
+    replicas = {
+        "Scheduler": replica(1),
+        "Server": replica(2, resources={"requests": {"cpu": "2"}}),
+        "Worker": replica(3, resources={"requests": {"cpu": "1"}}),
+    }
+    return request(_queued_job(replicas=replicas, run_policy=_topology()))
+
+
+@case
+def topology_without_kueue_or_volcano() -> Json:
+    """A topology with neither a Kueue queue nor Volcano: refused, naming the field.
+
+    The default scheduler places pods one by one; nothing would keep them in one block."""
+    return request(mxjob(run_policy=_topology()))
+
+
+@case
+def topology_level_missing() -> Json:
+    """A topology without a level: refused, naming schedulingPolicy.topology.level."""
+    job = _queued_job(run_policy={"schedulingPolicy": {"topology": {"mode": "Required"}}})
+    return request(job)
+
+
+@case
+def volcano_network_topology() -> Json:
+    """Volcano: the PodGroup asks for one domain, networkTopology hard at tier example.com/block.
+
+    Volcano's label discovery names each HyperNode tier after its node label; the whole gang
+    is placed in one domain of it."""
+    return request(mxjob(run_policy=_topology()), controller=VOLCANO)
+
+
 def write() -> None:
     """Record every case: its request, the hook's answer and the digest of both."""
     for name, each in CASES.items():

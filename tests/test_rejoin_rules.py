@@ -105,8 +105,10 @@ def test_the_wait_runs_where_the_mxnet_container_may_run() -> None:
     worker = replica(2, "ExitCode", image="registry.example/mx:1", securityContext=secure)
     worker["template"]["spec"]["containers"][0]["imagePullPolicy"] = "Always"
     worker["template"]["spec"]["initContainers"] = [{"name": "fetch", "image": "busybox"}]
-    pods = pods_by_name(run(request(mxjob(replicas={**TRAIN, "Worker": worker}))).children)
-    assert pods["mnist-worker-1"]["spec"]["initContainers"] == [
+    job = mxjob(replicas={**TRAIN, "Worker": worker})
+    made = cluster_after(run(request(job)))
+    pods = pods_by_name(run(request(job, killed(made, "mnist-worker-1"))).children)
+    assert pods["mnist-worker-1-r1"]["spec"]["initContainers"] == [
         {"name": "fetch", "image": "busybox"},
         {
             "name": "mxjob-rejoin-wait",
@@ -116,8 +118,59 @@ def test_the_wait_runs_where_the_mxnet_container_may_run() -> None:
             "command": ["sleep", "5"],
         },
     ]
+    assert pods["mnist-worker-0"]["spec"]["initContainers"] == [
+        {"name": "fetch", "image": "busybox"}
+    ]
     assert "initContainers" not in pods["mnist-server-0"]["spec"]
     assert "initContainers" not in pods["mnist-scheduler-0"]["spec"]
+
+
+def killed(children: list[dict[str, Any]], name: str) -> list[dict[str, Any]]:
+    """The children with every pod running but `name`, SIGKILLed."""
+    return [
+        (terminated(running(c), 137) if c["metadata"]["name"] == name else running(c))
+        if c["kind"] == "Pod"
+        else c
+        for c in children
+    ]
+
+
+def without(children: list[dict[str, Any]], name: str) -> list[dict[str, Any]]:
+    """The children with every pod running and `name` gone from the API."""
+    return [
+        running(c) if c["kind"] == "Pod" else c for c in children if c["metadata"]["name"] != name
+    ]
+
+
+def first_sync(children: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return []
+
+
+def waits(pod: dict[str, Any]) -> bool:
+    return any(c["name"] == "mxjob-rejoin-wait" for c in pod["spec"].get("initContainers", []))
+
+
+@pytest.mark.parametrize(
+    ("observed", "waiting_pods"),
+    [
+        # The run's first pods: ps-lite's Scheduler waits for all of them before it starts.
+        (first_sync, set()),
+        # A replacement, and the first attempts kept beside it (listed as they were made).
+        (lambda made: killed(made, "mnist-worker-1"), {"mnist-worker-1-r1"}),
+        # A pod gone from the API before any sync saw it end is made again under its name,
+        # while the run's other pods run: its process may meet a Scheduler that has started.
+        (lambda made: without(made, "mnist-worker-1"), {"mnist-worker-1"}),
+    ],
+    ids=["first-sync", "replacement", "made-again-after-vanishing"],
+)
+def test_only_a_pod_made_while_its_run_has_pods_waits(
+    observed: Any, waiting_pods: set[str]
+) -> None:
+    """docs/restarts.md#rejoining-ps-lite: the wait where ps-lite can race, nowhere else."""
+    job = mxjob(replicas=TRAIN)
+    made = cluster_after(run(request(job)))
+    pods = pods_by_name(run(request(job, observed(made))).children)
+    assert {name for name, pod in pods.items() if waits(pod)} == waiting_pods
 
 
 @pytest.mark.parametrize(

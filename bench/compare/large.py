@@ -1,6 +1,7 @@
 """The large job: 1000 replicas (1 Scheduler, 1 Server, the rest Workers) from `kubectl apply`
-to every pod Running and to the job's Running condition, with the API requests and the CPU
-time it took, as `make bench-system` measures mxjob alone (bench/system.py)."""
+to every pod Running and to the job's Running condition, with the objects and API requests it
+took to write and the CPU time, as `make bench-system` measures mxjob alone (bench/system.py);
+for mxjob with each `serviceMode` (docs/environment.md#services)."""
 
 from __future__ import annotations
 
@@ -25,6 +26,8 @@ class Large:
     """What one controller took to run the large job."""
 
     replicas: int
+    #: The job's `spec.serviceMode` (training-operator knows only its per-replica Services).
+    services: str
     #: Seconds from the apply to the last pod Running and to the Running condition (None:
     #: not within the timeout).
     all_running: float | None
@@ -53,10 +56,19 @@ def server_requests(stack: Stack) -> Counter[str]:
     return counts
 
 
-def measure(stack: Stack, controller: Controller, replicas: int, timeout: float = 600) -> Large:
-    """Apply the job, wait for every pod and the job to be Running, then delete it."""
+def measure(
+    stack: Stack,
+    controller: Controller,
+    replicas: int,
+    services: str = "PerReplica",
+    timeout: float = 600,
+) -> Large:
+    """Apply the job, wait for every pod and the job to be Running, then delete it (and wait
+    until its pods are gone, so the next measurement starts on an empty cluster)."""
     job = job_manifest(replicas)
     job["metadata"]["name"] = NAME
+    if services != "PerReplica":
+        job["spec"]["serviceMode"] = services
     with Watcher(stack, NAME) as watch:
         slots = [("scheduler", 0), ("server", 0), *(("worker", i) for i in range(replicas - 2))]
         cpu, client, server = controller.cpu(), controller.requests(), server_requests(stack)
@@ -76,9 +88,10 @@ def measure(stack: Stack, controller: Controller, replicas: int, timeout: float 
         watch.quiet(3.0, 30.0)  # the status writes the last pods start
         cpu_after = controller.cpu()
         client_after, server_after = controller.requests(), server_requests(stack)
-    stack.kubectl("delete", "mxjob", NAME, "--wait=false")
+    stack.kubectl("delete", "mxjob", NAME, "--cascade=foreground", timeout=timeout)
     return Large(
         replicas=replicas,
+        services=services,
         all_running=all_running,
         job_running=job_running,
         controller_requests=dict(client_after - client),

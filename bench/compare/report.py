@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Protocol, TypeVar
 
 from bench.compare.large import Large
+from bench.compare.many import Many
 from bench.compare.play import Outcome
 from bench.compare.scenarios import Scenario
 
@@ -74,38 +76,85 @@ def _ms(value: float | None) -> str:
     return "—" if value is None else f"{value * 1000:.0f}"
 
 
-def large_table(names: tuple[str, str], results: tuple[Large, Large]) -> str:
-    """The large job, side by side."""
-    ours, theirs = results
-    rows = [
-        ("all pods Running (s after apply)", ours.all_running, theirs.all_running),
-        ("Running condition (s after apply)", ours.job_running, theirs.job_running),
-        (
-            "controller's API requests",
-            sum(ours.controller_requests.values()),
-            sum(theirs.controller_requests.values()),
-        ),
+def large_table(columns: Sequence[tuple[str, Large]]) -> str:
+    """The large job side by side: each of mxjob's Service modes, then the peer, and the peer's
+    time over each of mxjob's."""
+    return _side_by_side(
+        f"{columns[0][1].replicas} replicas",
+        _labelled(columns),
+        [
+            ("all pods Running (s after apply)", lambda r: r.all_running),
+            ("Running condition (s after apply)", lambda r: r.job_running),
+        ],
+    )
+
+
+def many_table(columns: Sequence[tuple[str, Many]]) -> str:
+    """Many jobs at once, side by side as the large job."""
+    first = columns[0][1]
+    return _side_by_side(
+        f"{first.jobs} jobs of {first.replicas} replicas",
+        _labelled(columns),
+        [
+            ("every pod Running (s after apply)", lambda r: r.all_running),
+            ("every job's Running condition (s after apply)", lambda r: r.jobs_running),
+        ],
+    )
+
+
+class _Measured(Protocol):
+    services: str
+    controller_requests: dict[str, int]
+    server_requests: dict[str, int]
+    cpu: dict[str, float]
+
+
+_R = TypeVar("_R", bound=_Measured)
+
+
+def _labelled(columns: Sequence[tuple[str, _R]]) -> list[tuple[str, _R]]:
+    """mxjob's columns named by Service mode; the peer (last) by its name alone."""
+    return [(f"{name} {r.services}", r) for name, r in columns[:-1]] + [columns[-1]]
+
+
+def _side_by_side(
+    title: str,
+    columns: Sequence[tuple[str, _R]],
+    times: Sequence[tuple[str, Callable[[_R], float | None]]],
+) -> str:
+    """One column per measurement, the last the peer's; a ratio column per other one (the
+    peer's figure over it: above 1, mxjob faster or leaner)."""
+    names = [name for name, _ in columns]
+    peer = columns[-1][1]
+    rows: list[tuple[str, Callable[[_R], float | None]]] = [
+        *times,
+        ("objects written (the controller's POSTs)", lambda r: r.controller_requests.get("POST")),
+        ("controller's API requests", lambda r: sum(r.controller_requests.values())),
         (
             "API server requests, every client, watches aside",
-            sum(ours.server_requests.values()),
-            sum(theirs.server_requests.values()),
+            lambda r: sum(r.server_requests.values()),
         ),
-        ("controller CPU seconds", sum(ours.cpu.values()), sum(theirs.cpu.values())),
+        ("controller CPU seconds", lambda r: sum(r.cpu.values())),
     ]
+    ratios = [f"ratio to {n.rsplit(' ', 1)[-1]}" for n in names[:-1]]
     lines = [
-        f"| {ours.replicas} replicas | {names[0]} | {names[1]} | ratio |",
-        "|---|---:|---:|---:|",
+        f"| {title} | {' | '.join(names)} | {' | '.join(ratios)} |",
+        "|---|" + "---:|" * (len(names) + len(ratios)),
     ]
-    for label, a, b in rows:
-        lines.append(f"| {label} | {_number(a)} | {_number(b)} | {ratio(b, a)} |")
-    details = [
-        f"| by method: controller | {_counts(ours.controller_requests)} "
-        f"| {_counts(theirs.controller_requests)} | |",
-        f"| by verb: API server | {_counts(ours.server_requests)} "
-        f"| {_counts(theirs.server_requests)} | |",
-        f"| CPU by component | {_counts(ours.cpu)} | {_counts(theirs.cpu)} | |",
+    for label, value in rows:
+        cells = [_number(value(r)) for _, r in columns]
+        quotients = [ratio(value(peer), value(r)) for _, r in columns[:-1]]
+        lines.append(f"| {label} | {' | '.join(cells)} | {' | '.join(quotients)} |")
+    blank = " |" * len(ratios)
+    details: list[tuple[str, Callable[[_R], dict[str, int] | dict[str, float]]]] = [
+        ("by method: controller", lambda r: r.controller_requests),
+        ("by verb: API server", lambda r: r.server_requests),
+        ("CPU by component", lambda r: r.cpu),
     ]
-    return "\n".join(lines + details)
+    for label, counts in details:
+        cells = [_counts(counts(r)) for _, r in columns]
+        lines.append(f"| {label} | {' | '.join(cells)} |{blank}")
+    return "\n".join(lines)
 
 
 def _number(value: float | None) -> str:

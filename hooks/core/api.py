@@ -77,6 +77,20 @@ class SuccessPolicy(StrEnum):
     ALL_WORKERS = "AllWorkers"  # every Worker succeeded (BytePS: its Scheduler may keep running)
 
 
+class ServiceMode(StrEnum):
+    """How a job's replicas get stable DNS names (docs/environment.md#services)."""
+
+    PER_REPLICA = "PerReplica"  # a headless Service per replica, named after it
+    PER_JOB = "PerJob"  # one headless Service for the job; each pod its hostname in it
+
+
+class TopologyMode(StrEnum):
+    """Whether a topology placement must hold or is preferred (docs/scheduling.md#topology)."""
+
+    REQUIRED = "Required"
+    PREFERRED = "Preferred"
+
+
 class CleanPodPolicy(StrEnum):
     """Which pods are removed once the job has finished (docs/run-policy.md)."""
 

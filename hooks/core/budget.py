@@ -53,15 +53,21 @@ def budget(body_limit: int, memory_limit: int | None = None, workers: int = 1) -
 def estimate(job: Job) -> dict[str, int]:
     """Bytes of the answer, per replica type (one encoded pod and Service, times its replicas,
     the last index and a replacement's annotations included), and the `status`, the config
-    `ConfigMap` and the `PodGroup`."""
+    `ConfigMap`, the `PodGroup` and the job's one Service (`serviceMode: PerJob`, whose
+    replicas have no Service of their own)."""
     pods, services = PodMaker(job), ServiceMaker(job)
     sizes = {"status": STATUS, "ConfigMap": _size(desired_config(job))}
+    shared = services.job_service()
+    if shared is not None:
+        sizes["Service"] = _size(shared)
     if job.gang is not None:
         sizes["PodGroup"] = _size(pod_group(job.gang, job.name, job.namespace, job.spec))
     for rtype, replica in job.spec.replicas.items():
         if replica.replicas:
             slot = Slot(rtype, replica.replicas - 1)
-            each = _size(pods.pod(slot, 0, 0, 0)) + _size(services.service(slot)) + REPLACEMENT
+            # A replacement's pod, with the rejoin wait where its type has one: the largest.
+            pod = pods.pod(slot, 0, 0, 0, waits=True)
+            each = _size(pod) + _size(services.service(slot)) + REPLACEMENT
             sizes[rtype.value] = each * replica.replicas
     return sizes
 
@@ -72,6 +78,7 @@ def problems(job: Job, limit: int) -> list[Problem]:
     total = sum(sizes.values())
     if total <= limit:
         return []
+    each = "a pod" if "Service" in sizes else "a pod and its Service"
     parts = ", ".join(
         f"{rtype.value}: {replica.replicas} of {_shown(sizes[rtype.value] // replica.replicas)}"
         for rtype, replica in job.spec.replicas.items()
@@ -80,14 +87,16 @@ def problems(job: Job, limit: int) -> list[Problem]:
     return [
         Problem(
             "spec.mxReplicaSpecs",
-            f"the hook's answer for this job would be about {_shown(total)} ({parts}, a pod "
-            f"and its Service each), over this installation's limit of {_shown(limit)} "
+            f"the hook's answer for this job would be about {_shown(total)} ({parts}, {each} "
+            f"each), over this installation's limit of {_shown(limit)} "
             "(MXJOB_MAX_ANSWER_BYTES): use fewer replicas or a smaller pod template",
         )
     ]
 
 
-def _size(child: dict[str, Any]) -> int:
+def _size(child: dict[str, Any] | None) -> int:
+    if child is None:
+        return 0
     return len(json.dumps(child, ensure_ascii=False, separators=(",", ":")).encode())
 
 

@@ -9,6 +9,7 @@ from enum import StrEnum
 from typing import Any
 
 from hooks.core import quantity
+from hooks.core.api import TopologyMode
 from hooks.core.children import GroupSpec, PodGroup, spec_of
 from hooks.core.fields import dig_dict, dig_list
 from hooks.core.labels import job_labels
@@ -33,6 +34,8 @@ PLUGINS_SCHEDULER = "scheduler-plugins-scheduler"
 VOLCANO_GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
 VOLCANO_TASK_ANNOTATION = "volcano.sh/task-spec"
 PLUGINS_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
+#: Volcano's `networkTopology.mode` for each topology mode.
+_VOLCANO_MODES = {TopologyMode.REQUIRED: "hard", TopologyMode.PREFERRED: "soft"}
 #: PodGroup phases in which Volcano has not yet admitted the gang.
 VOLCANO_WAITING_PHASES = ("", "Pending")
 
@@ -61,6 +64,13 @@ def pod_group(gang: Gang, name: str, namespace: str, spec: JobSpec) -> dict[str,
             group_spec["queue"] = policy.queue
         if policy.priority_class:
             group_spec["priorityClassName"] = policy.priority_class
+        if policy.topology is not None:
+            # The whole gang within one domain: Volcano's `networkTopology` names the tier of
+            # HyperNodes that its label discovery names after the node label (docs/scheduling.md).
+            group_spec["networkTopology"] = {
+                "mode": _VOLCANO_MODES[policy.topology.mode],
+                "highestTierName": policy.topology.level,
+            }
     elif policy.schedule_timeout_seconds:
         group_spec["scheduleTimeoutSeconds"] = policy.schedule_timeout_seconds
     return {

@@ -46,6 +46,18 @@ def attempt_name(slot_name: str, attempt: int) -> str:
     return slot_name if attempt == 0 else f"{slot_name}-r{attempt}"
 
 
+def job_service_name(job: str) -> str:
+    """The one headless Service of a job whose replicas share it (`serviceMode: PerJob`): the
+    job's name, which every pod has as its subdomain."""
+    return job
+
+
+def address(job: str, slot_name: str, *, per_job: bool) -> str:
+    """The DNS name, relative to the namespace, a replica is reached by: its own Service's name,
+    or with one Service per job its pod's hostname in the job's subdomain."""
+    return f"{slot_name}.{job_service_name(job)}" if per_job else slot_name
+
+
 def config_map_name(job: str) -> str:
     """The per-job ConfigMap carrying the `cluster` and `labels` JSON of MX_CONFIG."""
     return f"{job}-mxjob-config"

@@ -5,6 +5,7 @@ the rule, so that the job can be marked Failed with a message the user can act o
 Cross-replica rules live in `validation`.
 """
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -17,7 +18,9 @@ from hooks.core.api import (
     JobMode,
     ReplicaType,
     RestartPolicy,
+    ServiceMode,
     SuccessPolicy,
+    TopologyMode,
 )
 from hooks.core.failure_policy import Action, OnExitCodes, OnStartFailure, Operator, Rule
 from hooks.core.fields import MAX_DEPTH, too_deep
@@ -32,7 +35,15 @@ MAX_SHOWN = 60
 #: Port protocols Kubernetes accepts.
 PROTOCOLS = ("TCP", "UDP", "SCTP")
 
-_E = TypeVar("_E", JobMode, RestartPolicy, CleanPodPolicy, Action, Operator)
+_E = TypeVar(
+    "_E", JobMode, RestartPolicy, CleanPodPolicy, Action, Operator, ServiceMode, TopologyMode
+)
+#: A node label key, as Kubernetes validates one: an optional DNS-subdomain prefix and `/`,
+#: then a name of at most 63 characters (`metav1validation.ValidateLabelName`).
+LABEL_KEY = re.compile(
+    r"^(?:(?=[a-z0-9.-]{1,253}/)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
+    r"(?=.{1,63}$)[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$"
+)
 #: Bounds of failurePolicy (Kubernetes Job podFailurePolicy has the same: 20 rules, 20
 #: condition patterns, 255 exit codes); they also bound the CRD's CEL cost.
 MAX_RULES = 20
@@ -67,14 +78,28 @@ class Problem:
 
 
 @dataclass(frozen=True)
+class Topology:
+    """`schedulingPolicy.topology` (docs/scheduling.md#topology): the node label whose values
+    are the domains, whether one domain is required or preferred, and the replica types placed
+    in one domain together (None: the mode's default, Servers and Workers)."""
+
+    level: str
+    mode: TopologyMode = TopologyMode.REQUIRED
+    replica_types: frozenset[ReplicaType] | None = None
+    #: Where it was read (`spec.runPolicy.schedulingPolicy.topology`), for problems.
+    path: str = "spec.runPolicy.schedulingPolicy.topology"
+
+
+@dataclass(frozen=True)
 class SchedulingPolicy:
-    """Gang-scheduling knobs of `runPolicy.schedulingPolicy`."""
+    """Gang-scheduling and placement knobs of `runPolicy.schedulingPolicy`."""
 
     min_available: int | None = None
     queue: str | None = None
     priority_class: str | None = None
     min_resources: dict[str, Any] | None = None
     schedule_timeout_seconds: int | None = None
+    topology: Topology | None = None
 
 
 @dataclass(frozen=True)
@@ -117,6 +142,7 @@ class JobSpec:
     run_policy: RunPolicy
     replicas: dict[ReplicaType, ReplicaSpec]
     success_policy: SuccessPolicy = SuccessPolicy.DEFAULT
+    service_mode: ServiceMode = ServiceMode.PER_REPLICA
 
     def count(self, rtype: ReplicaType) -> int:
         """Replicas of a type, 0 when the type is absent."""
@@ -208,10 +234,13 @@ def load(raw_spec: object) -> tuple[JobSpec | None, list[Problem]]:
     mode = reader.choice(spec.get("jobMode"), "spec.jobMode", JobMode, JobMode.TRAIN)
     run_policy = _run_policy(reader, spec)
     success = _success_policy(reader, spec.get("successPolicy"))
+    services = reader.choice(
+        spec.get("serviceMode"), "spec.serviceMode", ServiceMode, ServiceMode.PER_REPLICA
+    )
     replicas = _replica_specs(reader, spec.get("mxReplicaSpecs"))
     if reader.problems:
         return None, reader.problems
-    return JobSpec(mode, run_policy, replicas, success), []
+    return JobSpec(mode, run_policy, replicas, success, services), []
 
 
 def _success_policy(reader: _Reader, value: object) -> SuccessPolicy:
@@ -268,7 +297,26 @@ def _scheduling(reader: _Reader, raw: object, path: str) -> SchedulingPolicy:
         schedule_timeout_seconds=reader.integer(
             policy.get("scheduleTimeoutSeconds"), f"{path}.scheduleTimeoutSeconds", 1
         ),
+        topology=_topology(reader, policy.get("topology"), f"{path}.topology"),
     )
+
+
+def _topology(reader: _Reader, raw: object, path: str) -> Topology | None:
+    """`schedulingPolicy.topology`: a level (a node label key) is required."""
+    topology = reader.mapping(raw, path)
+    if topology is None:
+        return None
+    level = topology.get("level")
+    if level is None:
+        reader.fail(f"{path}.level", "is required: the node label whose values are the domains")
+    elif not isinstance(level, str) or not LABEL_KEY.match(level):
+        rule = f"must be a node label key such as example.com/rack, got {shown(level)}"
+        reader.fail(f"{path}.level", rule)
+    mode = reader.choice(topology.get("mode"), f"{path}.mode", TopologyMode, TopologyMode.REQUIRED)
+    types = _replica_types(reader, topology.get("replicaTypes"), f"{path}.replicaTypes")
+    if not isinstance(level, str):
+        return None
+    return Topology(level, mode, types, path)
 
 
 def _failure_policy(reader: _Reader, raw: object, path: str) -> tuple[Rule, ...]:
@@ -327,7 +375,7 @@ def _rule(reader: _Reader, raw: object, path: str) -> Rule | None:
     read = Rule(
         action,
         name=name,
-        replica_types=_rule_types(reader, rule.get("replicaTypes"), f"{path}.replicaTypes"),
+        replica_types=_replica_types(reader, rule.get("replicaTypes"), f"{path}.replicaTypes"),
         on_exit_codes=_on_exit_codes(reader, rule.get("onExitCodes"), f"{path}.onExitCodes"),
         on_pod_conditions=_on_conditions(
             reader, rule.get("onPodConditions"), f"{path}.onPodConditions"
@@ -355,8 +403,9 @@ def _on_start_failure(reader: _Reader, value: object, path: str) -> OnStartFailu
     return OnStartFailure(after or 1, reasons)
 
 
-def _rule_types(reader: _Reader, value: object, path: str) -> frozenset[ReplicaType] | None:
-    """`replicaTypes`: replica types, matched case-insensitively like mxReplicaSpecs keys."""
+def _replica_types(reader: _Reader, value: object, path: str) -> frozenset[ReplicaType] | None:
+    """`replicaTypes` (of a failure rule, of a topology): replica types, matched
+    case-insensitively like mxReplicaSpecs keys."""
     if value is None:
         return None
     found = set()

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Required, TypedDict, cast
 
-from hooks.core import budget, gang, retention, status
+from hooks.core import budget, gang, placement, retention, status
 from hooks.core.api import CleanPodPolicy, Reason
 from hooks.core.build.configmaps import desired_config, desired_result, recorded_status
 from hooks.core.build.pods import PodMaker
@@ -30,6 +30,7 @@ from hooks.core.outcome import deadline_at, decide
 from hooks.core.previous import PreviousStatus
 from hooks.core.request import CONFIG_MAP, POD, SERVICE, SyncRequest
 from hooks.core.restart import resize, runs
+from hooks.core.restart.slots import SlotPlan
 from hooks.core.spec import Problem, load
 from hooks.core.status import JobStatus
 from hooks.core.validation import validate
@@ -85,6 +86,7 @@ def _read_job(request: SyncRequest, max_answer_bytes: int) -> tuple[Job | None, 
     spec, problems = load(request.parent.get("spec"))
     if spec is not None:
         problems = validate(request.name, spec)
+        problems += placement.problems(spec, request.gang, request.queue)
     if spec is None or problems:
         return None, problems
     job = Job(
@@ -234,9 +236,14 @@ def _echoed(request: SyncRequest, pods: Iterable[ObservedPod]) -> list[dict[str,
     return [retention.as_observed(POD, observed[p.name]) for p in pods if not p.lost]
 
 
-def _kept_by(maker: PodMaker, pods: Iterable[ObservedPod]) -> list[dict[str, Any]]:
-    """The current run's observed pods listed as their desired selves (kept, never changed)."""
-    return [maker.pod(p.slot, p.attempt, p.restarts_before, p.run) for p in pods if not p.lost]
+def _kept_by(maker: PodMaker, plan: SlotPlan) -> list[dict[str, Any]]:
+    """The slot's observed pods of the current run listed as their desired selves (kept, never
+    changed): a replacement with its rejoin wait, a first attempt without."""
+    return [
+        maker.pod(p.slot, p.attempt, p.restarts_before, p.run, waits=p.attempt > plan.first)
+        for p in plan.keep
+        if not p.lost
+    ]
 
 
 def _active_children(
@@ -259,28 +266,47 @@ def _active_children(
     While the run has pods they stay as they are."""
     run = plan.plans[0].run if plan.plans else 0
     pods, services = PodMaker(job), ServiceMaker(job, run)
+    shared = _shared(job, services, config)
+    wanted = [services.service(p.slot) for p in plan.plans]
+    desired = [*shared, *(s for s in wanted if s is not None)]
+    left_out = _left_out(job, request, desired, creating=creating, replacing=replacing)
+    replaced = any(reason == _STALE for reason in left_out.values())
+    admit = creating and not replaced and gang.admits_new_pods(job.gang, request.pod_group)
+    # Only a pod made while its run has pods may register with a ps-lite Scheduler that has
+    # started the job; the run's first pods never can (docs/restarts.md#rejoining-ps-lite).
+    waits = not plan.between_runs
+    result = [child for child in shared if _key(child) not in left_out]
+    for slot_plan, service in zip(plan.plans, wanted, strict=True):
+        result.extend(_slot_children(pods, slot_plan, admit=admit, waits=waits))
+        if service is not None and _key(service) not in left_out:
+            result.append(service)
+    return result
+
+
+def _slot_children(
+    pods: PodMaker, plan: SlotPlan, *, admit: bool, waits: bool
+) -> list[dict[str, Any]]:
+    """A slot's pods: those it keeps, and the one it creates when new pods are admitted."""
+    found = _kept_by(pods, plan)
+    if plan.create_attempt is not None and admit:
+        found.append(
+            pods.pod(
+                plan.slot, plan.create_attempt, plan.create_restarts_before, plan.run, waits=waits
+            )
+        )
+    return found
+
+
+def _shared(job: Job, services: ServiceMaker, config: dict[str, Any]) -> list[dict[str, Any]]:
+    """The run's children that belong to no slot: the config ConfigMap, the gang's PodGroup
+    and, with one Service per job, that Service."""
     shared: list[dict[str, Any]] = [config]
     if job.gang is not None:
         shared.append(gang.pod_group(job.gang, job.name, job.namespace, job.spec))
-    wanted = [services.service(p.slot) for p in plan.plans]
-    left_out = _left_out(job, request, [*shared, *wanted], creating=creating, replacing=replacing)
-    replaced = any(reason == _STALE for reason in left_out.values())
-    admit = creating and not replaced and gang.admits_new_pods(job.gang, request.pod_group)
-    result = [child for child in shared if _key(child) not in left_out]
-    for slot_plan, service in zip(plan.plans, wanted, strict=True):
-        result.extend(_kept_by(pods, slot_plan.keep))
-        if slot_plan.create_attempt is not None and admit:
-            result.append(
-                pods.pod(
-                    slot_plan.slot,
-                    slot_plan.create_attempt,
-                    slot_plan.create_restarts_before,
-                    slot_plan.run,
-                )
-            )
-        if _key(service) not in left_out:
-            result.append(service)
-    return result
+    job_service = services.job_service()
+    if job_service is not None:
+        shared.append(job_service)
+    return shared
 
 
 _STALE, _NOT_YET = "stale", "not yet"

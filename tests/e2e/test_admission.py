@@ -89,30 +89,34 @@ def _quota_status(cluster: Cluster) -> dict[str, Any]:
 
 
 def test_a_compute_quota_admits_every_pod_of_a_ps_lite_job(cluster: Cluster, quota: str) -> None:
-    """Under a ResourceQuota on CPU and memory every container must declare them; the Workers'
-    rejoin wait (an init container the hook adds) declares the mxnet container's, so the API
-    server admits every pod and the pod asks for no more than before (docs/restarts.md)."""
+    """Under a ResourceQuota on CPU and memory every container must declare them; a replaced
+    Worker's rejoin wait (an init container the hook adds) declares the mxnet container's, so
+    the API server admits every pod and the pod asks for no more than before
+    (docs/restarts.md)."""
     name = "e2e-quota"
-    obj = job(name, {t: replica(1) for t in ("Scheduler", "Server", "Worker")})
+    obj = job(name, {t: replica(1, "ExitCode") for t in ("Scheduler", "Server", "Worker")})
     for rspec in obj["spec"]["mxReplicaSpecs"].values():
         rspec["template"]["spec"]["containers"][0]["resources"] = RESOURCES
     cluster.kubectl("apply", "-n", quota, "-f", "-", stdin=json.dumps(obj))
 
-    def pods() -> dict[str, Any] | None:
+    def pods(count: int) -> dict[str, Any] | None:
         proc = cluster.kubectl(
             "get", "pods", "-n", quota, "-l", f"training.kubeflow.org/job-name={name}",
             "-o", "json",
         )  # fmt: skip
         found = {p["metadata"]["name"]: p for p in json.loads(proc.stdout)["items"]}
-        return found if len(found) == 3 else None
+        return found if len(found) == count else None
 
-    made = wait_for("the Scheduler's, the Server's and the Worker's pod", pods, 60)
-    (wait,) = made[f"{name}-worker-0"]["spec"]["initContainers"]
-    assert wait["name"] == "mxjob-rejoin-wait" and wait["resources"] == RESOURCES
+    made = wait_for("the Scheduler's, the Server's and the Worker's pod", lambda: pods(3), 60)
+    assert "initContainers" not in made[f"{name}-worker-0"]["spec"], "a first pod waits"
     wait_for(
         "3 pods' CPU requests counted once each",
         lambda: (_quota_status(cluster).get("used") or {}).get("requests.cpu") == "300m",
         60,
     )
+    cluster.stack.terminate_pod(quota, f"{name}-worker-0", 137)
+    made = wait_for("the Worker's replacement", lambda: pods(4), 60)
+    (wait,) = made[f"{name}-worker-0-r1"]["spec"]["initContainers"]
+    assert wait["name"] == "mxjob-rejoin-wait" and wait["resources"] == RESOURCES
     print(f"\nquota usage with the job's 3 pods: {_quota_status(cluster)['used']}")
     cluster.kubectl("delete", "mxjob", name, "-n", quota, "--wait=false")

@@ -139,9 +139,9 @@ def running(cluster: Cluster, name: str, count: int) -> dict[str, dict[str, Any]
     return pods if len(pods) == count and up else None
 
 
-def queued_message(cluster: Cluster, name: str) -> str | None:
+def queued_message(cluster: Cluster, name: str, queue: str = QUEUE) -> str | None:
     found = cluster.condition(name)
-    return found[2] if found and f"queued by Kueue in LocalQueue {QUEUE}" in found[2] else None
+    return found[2] if found and f"queued by Kueue in LocalQueue {queue}" in found[2] else None
 
 
 def workload(name: str, run: int = 0) -> str:
@@ -179,6 +179,29 @@ def gone(cluster: Cluster, name: str) -> bool:
     return not cluster.pods(name) and not workloads(cluster, name)
 
 
+def leftovers(cluster: Cluster, name: str) -> dict[str, Any]:
+    """What is left of a deleted job that should be gone: its pods and Workloads, with what
+    holds them (finalizers, gates, phase, conditions)."""
+    pods = {
+        pod: {
+            "finalizers": obj["metadata"].get("finalizers"),
+            "deleting": obj["metadata"].get("deletionTimestamp"),
+            "gates": obj["spec"].get("schedulingGates"),
+            "phase": obj["status"].get("phase"),
+        }
+        for pod, obj in cluster.pods(name).items()
+    }
+    found = {}
+    for w in workloads(cluster, name):
+        obj = cluster.get("workloads.kueue.x-k8s.io", w.split("/")[-1]) or {}
+        found[w] = {
+            "finalizers": obj.get("metadata", {}).get("finalizers"),
+            "deleting": obj.get("metadata", {}).get("deletionTimestamp"),
+            "conditions": obj.get("status", {}).get("conditions"),
+        }
+    return {"pods": pods, "workloads": found}
+
+
 def remove(cluster: Cluster, *names: str) -> None:
     """Delete the jobs, and wait until their pods and Workloads are gone and the quota is
     free again: nothing of a finished or deleted job holds quota."""
@@ -186,7 +209,11 @@ def remove(cluster: Cluster, *names: str) -> None:
         cluster.delete("mxjob", name)
     for name in names:
         cluster.wait_gone("mxjob", name)
-        wait_for(f"{name}'s pods gone", partial(gone, cluster, name), 60)
+        try:
+            wait_for(f"{name}'s pods gone", partial(gone, cluster, name), 60)
+        except pytest.fail.Exception:
+            print(f"left of {name}:", json.dumps(leftovers(cluster, name), indent=1))
+            raise
     wait_for("the quota free", lambda: cpu_in_use(cluster) == "0", 60)
 
 
@@ -324,3 +351,185 @@ def test_a_job_managed_by_another_controller_is_left_alone(cluster: Cluster) -> 
     for name in (foreign, ours):
         cluster.delete("mxjob", name)
         cluster.wait_gone("mxjob", name)
+
+
+# --- Topology-aware scheduling (docs/scheduling.md#topology) ------------------------------------
+
+BLOCK, RACK = "example.com/block", "example.com/rack"
+TAS_POOL = "tas"
+TAS_QUEUE = "mxjob-tas"
+#: The TAS pool's taint, tolerated by the job's own pod templates: Kueue v0.17's
+#: TASReplaceNodeOnNodeTaints checks a node's taints against the Workload's pod sets, which are
+#: the pods as made (without the flavor's tolerations), and without this fails a pending
+#: replacement and evicts the job from the "unhealthy" node (docs/scheduling.md#topology).
+TAS_TOLERATION = {"key": schedulers.POOL_LABEL, "operator": "Exists", "effect": "NoSchedule"}
+#: Four 2-CPU KWOK nodes, one per rack, two racks per block: a block holds 4 CPUs.
+TAS_NODES = {
+    "tas-0": ("b0", "r0"),
+    "tas-1": ("b0", "r1"),
+    "tas-2": ("b1", "r2"),
+    "tas-3": ("b1", "r3"),
+}
+
+
+def tas_objects() -> list[dict[str, Any]]:
+    """A Topology of blocks, racks and hosts, a flavor on the TAS pool's nodes using it, and a
+    ClusterQueue of every CPU there with its LocalQueue."""
+    return [
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "Topology",
+            "metadata": {"name": "mxjob-topology"},
+            "spec": {
+                "levels": [
+                    {"nodeLabel": BLOCK},
+                    {"nodeLabel": RACK},
+                    {"nodeLabel": "kubernetes.io/hostname"},
+                ]
+            },
+        },
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "ResourceFlavor",
+            "metadata": {"name": "mxjob-tas-flavor"},
+            "spec": {
+                "nodeLabels": {schedulers.POOL_LABEL: TAS_POOL},
+                "topologyName": "mxjob-topology",
+                "tolerations": [TAS_TOLERATION],
+            },
+        },
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "ClusterQueue",
+            "metadata": {"name": "mxjob-tas-cluster-queue"},
+            "spec": {
+                "namespaceSelector": {},
+                "resourceGroups": [
+                    {
+                        "coveredResources": ["cpu"],
+                        "flavors": [
+                            {
+                                "name": "mxjob-tas-flavor",
+                                "resources": [{"name": "cpu", "nominalQuota": "8"}],
+                            }
+                        ],
+                    }
+                ],
+            },
+        },
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "LocalQueue",
+            "metadata": {"name": TAS_QUEUE, "namespace": "default"},
+            "spec": {"clusterQueue": "mxjob-tas-cluster-queue"},
+        },
+    ]
+
+
+@pytest.fixture(scope="module")
+def topology(cluster: Cluster, kueue: None) -> Iterator[None]:
+    """The TAS pool's nodes (tainted: only these tests' pods land there) and its queue."""
+    listed = json.loads(schedulers.nodes(list(TAS_NODES), TAS_POOL, "2"))
+    for node in listed["items"]:
+        block, rack = TAS_NODES[node["metadata"]["name"]]
+        node["metadata"]["labels"].update({BLOCK: block, RACK: rack})
+    cluster.kubectl("apply", "-f", "-", stdin=json.dumps(listed))
+    objects = {"apiVersion": "v1", "kind": "List", "items": tas_objects()}
+    cluster.kubectl("apply", "-f", "-", stdin=json.dumps(objects))
+    try:
+        yield
+    finally:
+        cluster.kubectl(
+            "delete", "-f", "-", "--ignore-not-found", "--wait=false",
+            stdin=json.dumps(objects), check=False,
+        )  # fmt: skip
+        cluster.kubectl("delete", "node", *TAS_NODES, "--wait=false", check=False)
+
+
+def placed_job(name: str, replicas: dict[str, Any], mode: str = "Required") -> dict[str, Any]:
+    """A job in the TAS queue whose Servers and Workers must (or should) share a block."""
+    obj = job(name, replicas, schedulingPolicy={"topology": {"level": BLOCK, "mode": mode}})
+    for spec in obj["spec"]["mxReplicaSpecs"].values():
+        spec["template"]["spec"]["tolerations"] = [TAS_TOLERATION]
+    obj["metadata"]["labels"] = {"kueue.x-k8s.io/queue-name": TAS_QUEUE}
+    return obj
+
+
+def blocks(cluster: Cluster, pods: dict[str, dict[str, Any]]) -> dict[str, str]:
+    """The block each Server and Worker pod runs in."""
+    return {
+        name: TAS_NODES[pod["spec"]["nodeName"]][0]
+        for name, pod in pods.items()
+        if "-server-" in name or "-worker-" in name
+    }
+
+
+def test_a_job_that_fits_a_block_runs_in_one_block_and_so_do_its_replacements(
+    cluster: Cluster, topology: None
+) -> None:
+    """Kueue's TAS places the Servers and Workers (3 CPUs: more than a node) in one block; a
+    replaced Worker lands in the job's block, and a whole-job restart is placed whole again."""
+    name = "tas-fits"
+    replicas = {
+        "Scheduler": cpus(1, "500m", "ExitCode"),
+        "Server": cpus(1, "1", "ExitCode"),
+        "Worker": cpus(2, "1", "ExitCode"),
+    }
+    applied = time.monotonic()
+    cluster.apply(placed_job(name, replicas))
+    pods = wait_for(f"{name} running", lambda: running(cluster, name, 4), 60)
+    took = time.monotonic() - applied
+    first = blocks(cluster, pods)
+    assert len(set(first.values())) == 1, first
+    assert len({p["spec"]["nodeName"] for n, p in pods.items() if n in first}) == 2, pods
+    finish(cluster, [f"{name}-worker-1"], 137)
+    pods = wait_for("the replacement running", lambda: running(cluster, name, 4), 60)
+    replaced = blocks(cluster, pods)
+    assert f"{name}-worker-1-r1" in replaced and set(replaced.values()) == set(first.values())
+    finish(cluster, [f"{name}-server-0"], 137)
+
+    def next_run() -> dict[str, dict[str, Any]] | None:
+        found = running(cluster, name, 4)
+        run = [
+            p["metadata"]["labels"].get("mxjob.kubeflow.org/run") for p in (found or {}).values()
+        ]
+        return found if found and set(run) == {"1"} else None
+
+    again = blocks(cluster, wait_for(f"{name}'s run 1 running", next_run, 90))
+    assert len(set(again.values())) == 1, again
+    print(
+        f"kueue TAS: {name} running in block {set(first.values())} {took:.1f}s after apply;"
+        f" replacement in {replaced[f'{name}-worker-1-r1']}; run 1 in {set(again.values())}"
+    )
+    remove(cluster, name)
+
+
+def test_a_job_too_big_for_a_block_waits_when_required_and_spreads_when_preferred(
+    cluster: Cluster, topology: None
+) -> None:
+    """5 CPUs of Servers and Workers, a block holds 4: required, Kueue admits nothing and says
+    the topology does not fit; preferred, it runs across both blocks."""
+    required, preferred = "tas-required", "tas-preferred"
+    replicas = {"Scheduler": cpus(1, "500m"), "Server": cpus(1, "1"), "Worker": cpus(4, "1")}
+    cluster.apply(placed_job(required, replicas))
+    wait_for(f"{required} queued", lambda: queued_message(cluster, required, TAS_QUEUE), 60)
+
+    def refused() -> str | None:
+        found = workload_condition(cluster, workload(required), "QuotaReserved")
+        words = str(found.get("message", ""))
+        return words if found.get("status") == "False" and "topology" in words else None
+
+    why = wait_for("Kueue's word on the required job", refused, 60)
+    cluster.apply(placed_job(preferred, replicas, mode="Preferred"))
+    pods = wait_for(f"{preferred} running", lambda: running(cluster, preferred, 6), 60)
+    spread = blocks(cluster, pods)
+    assert set(spread.values()) == {"b0", "b1"}, spread
+    assert gated(cluster, required, 6), "a pod of the job that cannot fit was let through"
+    print(f"kueue TAS: {required} waits ({why}); {preferred} spread over {spread}")
+    # Never admitted, its deleted pods wait in Kueue's group for replacements ("Some Failed pods
+    # need replacement") with their finalizers on; deleting the Workload lets them go
+    # (docs/scheduling.md#topology).
+    cluster.delete("mxjob", required)
+    cluster.wait_gone("mxjob", required)
+    cluster.delete("workloads.kueue.x-k8s.io", workload(required))
+    remove(cluster, required, preferred)

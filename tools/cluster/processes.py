@@ -72,11 +72,19 @@ def source(stack: Stack, component: build.Component) -> Path:
 
 
 def install_crds(stack: Stack, *files: Path) -> None:
+    """Apply the CRDs and wait until every one is Established. `kubectl wait` fails at once on
+    a CRD whose status has no conditions yet (one just created), so it is asked again."""
     for crd in files:
         stack.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(crd))
-    stack.kubectl(
-        "wait", "--for=condition=Established", "--timeout=60s", "crd", "--all", timeout=90
-    )
+    deadline = time.monotonic() + 60
+    while True:
+        proc = stack.kubectl(
+            "wait", "--for=condition=Established", "--timeout=60s", "crd", "--all",
+            timeout=90, check=time.monotonic() > deadline,
+        )  # fmt: skip
+        if proc.returncode == 0:
+            return
+        time.sleep(0.5)
 
 
 def healthz(port: int, path: str = "/healthz") -> Callable[[], bool]:

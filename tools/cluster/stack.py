@@ -215,6 +215,8 @@ class Stack:
     #: Where the API server listens; the real-node tier uses its own link's address.
     api_address: str = "127.0.0.1"
     discovery_interval: str = "5s"
+    #: Metacontroller's client rate (QPS; the burst is twice it): `make compare` can vary it.
+    metacontroller_qps: int = 100
     log: Log = print
     node: RealNode | None = None
     ports: dict[str, int] = field(default_factory=dict)
@@ -575,8 +577,8 @@ class Stack:
                 f"--metrics-address=127.0.0.1:{self.ports['metacontroller']}",
                 f"--health-probe-bind-address=127.0.0.1:{self.ports['metacontroller-health']}",
                 f"--discovery-interval={self.discovery_interval}",
-                "--client-go-qps=100",
-                "--client-go-burst=200",
+                f"--client-go-qps={self.metacontroller_qps}",
+                f"--client-go-burst={2 * self.metacontroller_qps}",
                 "--events-qps=100",
                 "--zap-log-level=4",
             ],

@@ -20,8 +20,9 @@ from hooks.core.api import (
     TUNER_SERVER_KEY,
     JobMode,
     ReplicaType,
+    ServiceMode,
 )
-from hooks.core.naming import Slot, config_map_name, slot_prefix
+from hooks.core.naming import Slot, address, config_map_name, slot_prefix
 from hooks.core.spec import JobSpec, ReplicaSpec
 
 CLUSTER_VAR = "MXJOB_CLUSTER"
@@ -42,18 +43,22 @@ def _compact(value: object) -> str:
 
 
 def cluster_json(job: str, spec: JobSpec) -> str:
-    """`{type: [{"url": slot name, "port": mxjob-port}, …]}`, types sorted, in Go field order."""
-    entries = {rtype.short: _urls(job, replica) for rtype, replica in spec.replicas.items()}
+    """`{type: [{"url": address, "port": mxjob-port}, …]}`, types sorted, in Go field order;
+    each address a slot's (hooks/core/naming.py, `address`)."""
+    per_job = spec.service_mode is ServiceMode.PER_JOB
+    entries = {rtype.short: _urls(job, r, per_job=per_job) for rtype, r in spec.replicas.items()}
     return "{" + ",".join(f'"{t}":[{entries[t]}]' for t in sorted(entries)) + "}"
 
 
-def _urls(job: str, replica: ReplicaSpec) -> str:
-    """The comma-separated `cluster` entries of one replica type, a slot name each."""
-    # A slot name's JSON is its prefix's JSON string, still open, then the index's digits:
-    # JSON escapes character by character and digits need none.
+def _urls(job: str, replica: ReplicaSpec, *, per_job: bool) -> str:
+    """The comma-separated `cluster` entries of one replica type, a slot's address each."""
+    # An address's JSON is the JSON string of what precedes the index, still open, then the
+    # index's digits, then what follows it: JSON escapes character by character and digits
+    # need none.
     opened = json.dumps(slot_prefix(job, replica.rtype))[:-1]
+    after = json.dumps(address(job, "", per_job=per_job))[1:]
     port = replica.mxnet_port
-    return ",".join(f'{{"url":{opened}{i}","port":{port}}}' for i in range(replica.replicas))
+    return ",".join(f'{{"url":{opened}{i}{after},"port":{port}}}' for i in range(replica.replicas))
 
 
 def labels_json(spec: JobSpec) -> str:
@@ -98,11 +103,16 @@ class ReplicaEnv:
 
     def __init__(self, job: str, spec: JobSpec, rtype: ReplicaType) -> None:
         scheduler = spec.replicas.get(ReplicaType.SCHEDULER)
+        root = address(
+            job,
+            Slot(ReplicaType.SCHEDULER, 0).name(job),
+            per_job=spec.service_mode is ServiceMode.PER_JOB,
+        )
         config_map = config_map_name(job)
         self._role = rtype.short
         self._worker = rtype is ReplicaType.WORKER
         self._before = [
-            _var("DMLC_PS_ROOT_URI", Slot(ReplicaType.SCHEDULER, 0).name(job) if scheduler else ""),
+            _var("DMLC_PS_ROOT_URI", root if scheduler else ""),
             _var("DMLC_PS_ROOT_PORT", str(scheduler.mxnet_port) if scheduler else "0"),
             _var("DMLC_NUM_SERVER", str(spec.count(ReplicaType.SERVER))),
             _var("DMLC_NUM_WORKER", str(spec.count(ReplicaType.WORKER))),

@@ -7,8 +7,10 @@ from hooks.core.api import (
     ANNOTATION_ATTEMPT,
     ANNOTATION_RESTARTS,
     ANNOTATION_RUN,
+    LABEL_REPLICA_INDEX,
     MXNET_CONTAINER,
     ReplicaType,
+    ServiceMode,
 )
 from hooks.core.build.env import ReplicaEnv
 from hooks.core.gang import (
@@ -21,7 +23,8 @@ from hooks.core.gang import (
 )
 from hooks.core.job import Job
 from hooks.core.labels import at_index, run_selector, slot_labels
-from hooks.core.naming import Slot, attempt_name, slot_prefix
+from hooks.core.naming import Slot, attempt_name, job_service_name, slot_prefix
+from hooks.core.placement import kueue_annotations
 from hooks.core.queueing import group_metadata, queue_group
 from hooks.core.restart.rejoin import pod_restart_policy, wait_container
 
@@ -41,6 +44,8 @@ class _Shape:
     spec: dict[str, Any]
     containers: list[tuple[dict[str, Any], list[dict[str, Any]]]]
     env: ReplicaEnv
+    #: Whether each pod has its slot name as its hostname (one Service per job).
+    named: bool
 
 
 class PodMaker:
@@ -50,13 +55,19 @@ class PodMaker:
 
     def __init__(self, job: Job) -> None:
         self._job = job
-        self._shapes: dict[tuple[ReplicaType, int], _Shape] = {}
+        self._shapes: dict[tuple[ReplicaType, int, bool], _Shape] = {}
 
-    def pod(self, slot: Slot, attempt: int, restarts_before: int, run: int) -> dict[str, Any]:
+    def pod(
+        self, slot: Slot, attempt: int, restarts_before: int, run: int, *, waits: bool
+    ) -> dict[str, Any]:
         """The template's metadata and spec, with our labels, restart policy and environment;
         every pod carries its run and attempt (read back by the hook and, through the downward
-        API, by the training script), a replacement also the restarts before it."""
-        shape = self._shapes.get((slot.rtype, run)) or self._shape(slot.rtype, run)
+        API, by the training script), a replacement also the restarts before it. `waits`: a
+        pod that may register with a running ps-lite Scheduler gets the rejoin wait
+        (hooks/core/restart/rejoin.py)."""
+        shape = self._shapes.get((slot.rtype, run, waits))
+        if shape is None:
+            shape = self._shape(slot.rtype, run, waits=waits)
         index = str(slot.index)
         annotations = shape.first
         if attempt > 0:
@@ -74,9 +85,11 @@ class PodMaker:
         }
         containers = [{**c, "env": injected + after} for c, after in shape.containers]
         spec = {**shape.spec, "containers": containers}
+        if shape.named:
+            spec["hostname"] = shape.prefix + index
         return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
 
-    def _shape(self, rtype: ReplicaType, run: int) -> _Shape:
+    def _shape(self, rtype: ReplicaType, run: int, *, waits: bool) -> _Shape:
         """What the pods of this type and run share, built for the first of them."""
         job = self._job
         replica = job.spec.replicas[rtype]
@@ -100,9 +113,12 @@ class PodMaker:
             "restartPolicy": pod_restart_policy(job.spec, replica.restart_policy),
             "containers": containers,
         }
-        wait = wait_container(job.spec, rtype)
+        wait = wait_container(job.spec, rtype) if waits else None
         if wait is not None:
             spec["initContainers"] = [*template["spec"].get("initContainers", []), wait]
+        named = job.spec.service_mode is ServiceMode.PER_JOB
+        if named:
+            spec["subdomain"] = job_service_name(job.name)
         if job.gang is Gang.VOLCANO:
             spec["schedulerName"] = VOLCANO_SCHEDULER
             ours[VOLCANO_GROUP_ANNOTATION] = job.name
@@ -116,6 +132,7 @@ class PodMaker:
             )
             labels.update(queue_labels)
             ours.update(queue_annotations)
+            ours.update(kueue_annotations(job.spec, rtype, LABEL_REPLICA_INDEX))
         shape = _Shape(
             prefix=slot_prefix(job.name, rtype),
             labels=labels,
@@ -124,8 +141,9 @@ class PodMaker:
             spec=spec,
             containers=[(c, env.after_injected(c.get("env", []))) for c in containers],
             env=env,
+            named=named,
         )
-        self._shapes[rtype, run] = shape
+        self._shapes[rtype, run, waits] = shape
         return shape
 
 

@@ -1,12 +1,15 @@
-"""The headless Service of a replica slot: a stable DNS name across replacement attempts."""
+"""The headless Services that give replicas stable DNS names across replacement attempts: one
+per replica slot, named after it, or (`serviceMode: PerJob`) one for the job, in which each pod
+is its hostname (docs/environment.md#services)."""
 
 from dataclasses import dataclass
 from typing import Any
 
+from hooks.core.api import LABEL_JOB_NAME, ServiceMode
 from hooks.core.children import Child, ServiceSpec, spec_of
 from hooks.core.job import Job
-from hooks.core.labels import at_index, run_selector, slot_labels, slot_selector
-from hooks.core.naming import Slot, slot_prefix
+from hooks.core.labels import at_index, job_labels, run_selector, slot_labels, slot_selector
+from hooks.core.naming import Slot, job_service_name, slot_prefix
 from hooks.core.spec import ReplicaSpec, mxnet_container
 
 
@@ -52,32 +55,58 @@ class ServiceMaker:
 
     def __init__(self, job: Job, run: int = 0) -> None:
         self._job = job
+        self._run = run
+        self._per_job = job.spec.service_mode is ServiceMode.PER_JOB
         self._types = {
             rtype: _type_parts(job.name, spec, run) for rtype, spec in job.spec.replicas.items()
         }
 
-    def service(self, slot: Slot) -> dict[str, Any]:
-        """`clusterIP: None`, selecting the slot's pods of the run by job name, replica type,
-        index and (from run 1 on) run."""
+    def job_service(self) -> dict[str, Any] | None:
+        """With one Service per job, that Service: named after the job (every pod's subdomain),
+        selecting the run's pods by job name and (from run 1 on) run, without ports (DNS names
+        are all it gives: each pod `<slot name>.<job>`, as JobSet does); else None."""
+        if not self._per_job:
+            return None
+        name = job_service_name(self._job.name)
+        selector = {LABEL_JOB_NAME: self._job.name, **run_selector(self._run)}
+        return _headless(name, self._job.namespace, job_labels(self._job.name), selector, [])
+
+    def service(self, slot: Slot) -> dict[str, Any] | None:
+        """The slot's own Service (None with one Service per job): `clusterIP: None`, selecting
+        the slot's pods of the run by job name, replica type, index and (from run 1 on) run."""
+        if self._per_job:
+            return None
         parts = self._types[slot.rtype]
         index = str(slot.index)
-        return {
-            "apiVersion": "v1",
-            "kind": "Service",
-            "metadata": {
-                "name": parts.prefix + index,
-                "namespace": self._job.namespace,
-                "labels": at_index(parts.labels, index),
-            },
-            "spec": {
-                "clusterIP": "None",
-                "selector": at_index(parts.selector, index),
-                "ports": parts.ports,
-                # Peers must resolve each other while they start, before any readiness probe
-                # passes.
-                "publishNotReadyAddresses": True,
-            },
-        }
+        return _headless(
+            parts.prefix + index,
+            self._job.namespace,
+            at_index(parts.labels, index),
+            at_index(parts.selector, index),
+            parts.ports,
+        )
+
+
+def _headless(
+    name: str,
+    namespace: str,
+    labels: dict[str, str],
+    selector: dict[str, str],
+    ports: list[dict[str, Any]],
+) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": name, "namespace": namespace, "labels": labels},
+        "spec": {
+            "clusterIP": "None",
+            "selector": selector,
+            "ports": ports,
+            # Peers must resolve each other while they start, before any readiness probe
+            # passes.
+            "publishNotReadyAddresses": True,
+        },
+    }
 
 
 def same_service(desired: dict[str, Any], observed: Child) -> bool:

@@ -6,10 +6,13 @@ Worker it has declared dead, and drops it silently when none is dead yet; the dr
 waits for ever and so does the job. The Scheduler declares a Worker dead once `timeout` whole
 seconds of its clock (`time(NULL)`) have passed since that Worker's last heartbeat, strictly.
 
-So every Worker pod of such a job starts with an init container that sleeps `timeout + 3` s:
-the pod is made only after the hook has seen its predecessor end (or be gone from the API,
-which the kubelet allows only once the process has ended), so its process registers at least
-that long after the predecessor's last heartbeat, however fast the cluster. The 3 s cover
+So a Worker pod of such a job made while its run has pods (a replacement, or a pod made again
+after it vanished) starts with an init container that sleeps `timeout + 3` s: the pod is made
+only after the hook has seen its predecessor end (or be gone from the API, which the kubelet
+allows only once the process has ended), so its process registers at least that long after the
+predecessor's last heartbeat, however fast the cluster. A run's first pods need none: the
+Scheduler matches registrations against dead nodes only once every node of the run has
+registered (docs/restarts.md#which-pods-wait). The 3 s cover
 ps-lite's strict whole-second comparison, a second of clock difference between nodes, and a
 second to spare. A wait in the pod holds where a wait in the hook could not: a deleted pod is
 gone from the API about a second after it ends, and with it any trace of when it ended.

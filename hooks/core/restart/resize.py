@@ -2,10 +2,10 @@
 with, read back from the job's config ConfigMap, against the one the spec asks for now.
 
 ps-lite fixes a job's membership when its processes start (`DMLC_NUM_WORKER`,
-`DMLC_NUM_SERVER`, every process's MX_CONFIG), so a run whose spec changed its replica counts or
-ports can only go on by restarting every process at the new size. The config ConfigMap is
-immutable and never updated (`updateStrategy: OnDelete`), so while the run lives it says what
-the run started with; it is replaced between runs (hooks/core/sync.py).
+`DMLC_NUM_SERVER`, every process's MX_CONFIG), so a run whose spec changed its replica counts,
+ports or addresses (`serviceMode`) can only go on by restarting every process at the new size.
+The config ConfigMap is immutable and never updated (`updateStrategy: OnDelete`), so while the
+run lives it says what the run started with; it is replaced between runs (hooks/core/sync.py).
 
 TVM's RPC tracker takes servers as they come and go, so in an MXTune job a TunerServer count edit
 is carried out in place: servers are added or removed, the tracker and the Tuner keep running.
@@ -32,6 +32,10 @@ def _ports(entries: list[object]) -> set[object]:
     return {e.get("port") for e in entries if isinstance(e, dict)}
 
 
+def _addresses(entries: list[object]) -> set[object]:
+    return {e.get("url") for e in entries if isinstance(e, dict)}
+
+
 def change(job: Job, observed: ConfigMap | None, wanted: dict[str, str]) -> str | None:
     """Why the run must restart to match the spec, whose config ConfigMap holds `wanted`
     (`resized from 2 to 4 Workers`), or None: the same cluster, no config observed, or one the
@@ -43,9 +47,23 @@ def change(job: Job, observed: ConfigMap | None, wanted: dict[str, str]) -> str 
     now = _cluster(wanted[CLUSTER_KEY])
     if was is None or now is None:
         return None
-    resized = _resized(was, now, _IN_PLACE.get(job.spec.mode, frozenset()))
+    in_place = _IN_PLACE.get(job.spec.mode, frozenset())
+    resized = _resized(was, now, in_place)
     if resized:
         return "resized " + " and ".join(resized)
+    moved = _moved(job, was, now, in_place)
+    if moved:
+        return moved
+    if parsed_json(data.get(LABELS_KEY)) not in (None, parsed_json(wanted[LABELS_KEY])):
+        return "its tuner-server keys changed"
+    return None
+
+
+def _moved(
+    job: Job, was: dict[str, list[object]], now: dict[str, list[object]], in_place: frozenset[str]
+) -> str | None:
+    """A replica type's port changed, or the replicas' addresses (a `serviceMode` edit): every
+    process reaches the others by the ports and addresses it was started with."""
     moved = [
         f"the {rtype.value}'s port changed"
         for rtype in ReplicaType
@@ -55,8 +73,8 @@ def change(job: Job, observed: ConfigMap | None, wanted: dict[str, str]) -> str 
     ]
     if moved:
         return " and ".join(moved)
-    if parsed_json(data.get(LABELS_KEY)) not in (None, parsed_json(wanted[LABELS_KEY])):
-        return "its tuner-server keys changed"
+    if any(_addresses(was[t]) != _addresses(now[t]) for t in was.keys() & now.keys() - in_place):
+        return f"its replicas' addresses changed (serviceMode {job.spec.service_mode.value})"
     return None
 
 

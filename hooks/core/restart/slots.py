@@ -119,6 +119,8 @@ class SlotPlan(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     #: The pod whose failure its restartPolicy does not retry: the job fails.
     fatal: ObservedPod | None = None
     run: int = 0
+    #: The run's first attempt of this slot: a later one replaces a pod of the run.
+    first: int = 0
     #: The slot's restarts so far, without the replacement this plan asks for.
     counted: int = 0
     #: The failure policy's verdict on the current attempt, when it failed.
@@ -157,6 +159,7 @@ def plan_slot(
             create_restarts_before=before,
             restarts=before,
             run=start.run,
+            first=start.attempt,
             counted=before,
         )
     current = attempts[-1]
@@ -176,6 +179,7 @@ def plan_slot(
             current=current,
             restarts=so_far,
             run=start.run,
+            first=start.attempt,
             counted=so_far,
         )
         if not current.deleted:
@@ -192,6 +196,7 @@ def plan_slot(
             restarts=so_far,
             fatal=current,
             run=start.run,
+            first=start.attempt,
             counted=so_far,
             verdict=verdict,
         )
@@ -204,6 +209,7 @@ def plan_slot(
         create_restarts_before=after,
         restarts=after,
         run=start.run,
+        first=start.attempt,
         counted=so_far,
         verdict=verdict,
     )
