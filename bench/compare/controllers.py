@@ -2,7 +2,8 @@
 
 - mxjob: the project's CRD, the hook under gunicorn (2 workers, as the Deployment runs it) and
   the production CompositeController pointed at it, driven by the stack's Metacontroller
-  v4.17.2 (`--client-go-qps=100 --client-go-burst=200`, as docs/metacontroller.md advises);
+  v4.17.2 (`--client-go-qps=100 --client-go-burst=200`, as docs/metacontroller.md advises;
+  `--metacontroller-qps` changes it);
   the same way as the KWOK tier's tests (tests/e2e/conftest.py) and `make bench-system`.
 - Kubeflow training-operator: its own MXJob CRD, its webhook configuration from v1.8, and its
   manager with `--enable-scheme=mxjob` and its default client limits (controller-runtime's

@@ -31,7 +31,7 @@ def example_docs(path: Path) -> list[dict[str, Any]]:
 
 def _all_services(cluster: Cluster, job: str, wanted: set[str]) -> dict[str, dict[str, Any]] | None:
     services = cluster.services(job)
-    return services if set(services) >= set(wanted) else None
+    return services if set(services) >= wanted else None
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
