@@ -46,10 +46,11 @@ check: lint
 	HYPOTHESIS_PROFILE=quick $(BIN)/pytest -q --ignore=tests/e2e --ignore=tests/realnode \
 		--deselect=tests/test_rejoin.py
 
-## test: every test tier (lint, unit/fixture/property/HTTP, manifests, both end-to-end tiers)
-test: lint
-	$(BIN)/python -m tools.cluster prepare
-	$(BIN)/pytest
+## test: every test tier (lint, unit/fixture/property/HTTP, manifests, both end-to-end tiers) in
+## two lanes beside the build of what they need, ending with a timing table; PYTEST_ARGS= adds
+## pytest flags to both lanes (e.g. -x)
+test: $(STAMP)
+	$(BIN)/python -m tools.testrun $(PYTEST_ARGS)
 
 # uv resolves for the image's Python on every platform, so one lock fits the image and laptops.
 LOCK_FLAGS := --quiet --universal --python-version 3.11 --generate-hashes

@@ -36,7 +36,7 @@ from tests.manifest_support import (
     needs_kustomize,
 )
 from tests.required import unavailable
-from tools.cluster.build import HELM, default_cache_dir
+from tools.cluster.build import HELM, default_cache_dir, need, unavailable_reason
 
 CHART = REPO / "charts" / "mxjob"
 NAMESPACE = "mxjob-system"
@@ -73,12 +73,13 @@ Render = Callable[..., list[dict[str, Any]]]
 
 @pytest.fixture(scope="module")
 def helm() -> Path:
-    """The helm binary from the build cache."""
+    """The helm binary from the build cache: built first where Go can (a prepare running beside
+    the tests may be building it: waited for)."""
     cache = default_cache_dir()
-    if not HELM.is_built(cache):
-        reason = f"helm {HELM.version} is not built (`python -m tools.cluster prepare` builds it)"
-        unavailable(reason)
-    return HELM.binary(cache, "helm")
+    reason = unavailable_reason(cache, (HELM,))
+    if reason:
+        unavailable(f"helm {HELM.version}: {reason}")
+    return need(HELM, cache, print) / "bin" / "helm"
 
 
 def run_helm(helm: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:

@@ -38,9 +38,9 @@ def hook_port() -> int:
 @pytest.fixture(scope="session")
 def stack(tmp_path_factory: pytest.TempPathFactory, hook_port: int) -> Iterator[Any]:
     from tools.cluster import stack as cluster  # noqa: PLC0415 (only when the tier runs)
-    from tools.cluster.build import unavailable_reason  # noqa: PLC0415
+    from tools.cluster.build import KWOK_STACK, unavailable_reason  # noqa: PLC0415
 
-    reason = unavailable_reason()
+    reason = unavailable_reason(components=KWOK_STACK)
     if reason:
         unavailable(f"end-to-end tier: {reason}")
     run_dir = tmp_path_factory.mktemp("stack")

@@ -17,7 +17,7 @@ import pytest
 from tests.builders import mxjob, replica
 from tests.e2e.conftest import REPO, wait_for
 from tests.required import unavailable
-from tools.cluster.build import HELM, default_cache_dir
+from tools.cluster.build import HELM, KWOK_STACK
 
 CRD = "mxjobs.kubeflow.org"
 NAMESPACE = "default"
@@ -31,7 +31,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     from tools.cluster import stack as cluster  # noqa: PLC0415 (only when the tier runs)
     from tools.cluster.build import unavailable_reason  # noqa: PLC0415
 
-    reason = unavailable_reason() or _no_helm()
+    reason = unavailable_reason(components=(*KWOK_STACK, HELM))
     if reason:
         unavailable(f"end-to-end tier: {reason}")
     run_dir = tmp_path_factory.mktemp("uninstall")
@@ -42,12 +42,6 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
         yield started
     finally:
         started.stop(remove=True)
-
-
-def _no_helm() -> str | None:
-    if HELM.is_built(default_cache_dir()):
-        return None
-    return f"helm {HELM.version} is not built (`python -m tools.cluster prepare` builds it)"
 
 
 def _until_the_collector_knows_mxjobs(stack: Any) -> None:

@@ -9,7 +9,8 @@ import sys
 import time
 from pathlib import Path
 
-from tools.cluster import build, mxnet_env, node
+from tools import steps
+from tools.cluster import build, prepare, report
 from tools.cluster.node import RealNode, load_any
 from tools.cluster.stack import Stack, StackError, default_run_dir
 
@@ -38,22 +39,19 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 
 def cmd_prepare(args: argparse.Namespace) -> int:
-    """Build what each end-to-end tier needs, with progress on the terminal, before pytest
-    (which captures its fixtures' output) starts; a tier this machine cannot run is skipped
-    with its reason, and its tests skip with the same one."""
-    start = time.monotonic()
-    reason = build.unavailable_reason(args.cache)
-    if reason:
-        _log(f"KWOK tier not prepared: {reason}")
-    else:
-        build.build_all(args.cache, _log)
-    reason = node.host_reason() or reason
-    if reason:
-        _log(f"real-node tier not prepared: {reason}")
-    else:
-        node.prepare(args.cache, _log)
-    mxnet_env.prepare(args.cache, _log)
-    _log(f"end-to-end tiers prepared in {time.monotonic() - start:.1f}s")
+    """Build what each end-to-end tier needs, side by side, with progress on the terminal; a
+    tier this machine cannot run is skipped with its reason, and its tests skip with the same
+    one. Ends with the table of what each step took."""
+    began, start = time.time(), report.Machine.now()
+    done = prepare.run(args.cache, _log)
+    for line in report.table(done, args.cache, began, start, report.Machine.now()):
+        _log(line)
+    return 0 if all(d.ok for d in done.values()) else 1
+
+
+def cmd_step(args: argparse.Namespace) -> int:
+    """One step of the prepare (a fetch, a build, the images), as `prepare` runs it."""
+    print(f"{steps.RESULT}{prepare.run_step(args.name, args.cache, _log)}", flush=True)
     return 0
 
 
@@ -163,6 +161,9 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser(
         "prepare", help="build binaries and images of every tier this machine can run"
     ).set_defaults(fn=cmd_prepare)
+    step = sub.add_parser("step", help="one step of `prepare` (tools/cluster/prepare.py)")
+    prepare.add_arguments(step)
+    step.set_defaults(fn=cmd_step)
     up = sub.add_parser("up", help="start the stack (idempotent) and print export lines")
     up.add_argument(
         "--port-base",

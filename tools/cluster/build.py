@@ -17,6 +17,7 @@ import shutil
 import subprocess
 import sys
 import tarfile
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -85,6 +86,9 @@ class Component:
     xvars: tuple[str, ...] = ()
     # built inside this module's own tree (its go.mod replaces and go.sum), not a throw-away one
     module: str | None = None
+    # CoreDNS only: the plugins compiled in (its own main, as CoreDNS documents for a build with
+    # chosen plugins), rather than every plugin of its release
+    plugins: tuple[str, ...] = ()
 
     @property
     def ldflags(self) -> str:
@@ -104,8 +108,10 @@ class Component:
             stamp = json.loads(self.stamp(cache).read_text())
         except (OSError, ValueError):
             return False
-        return stamp.get("ldflags") == self.ldflags and all(
-            self.binary(cache, b).is_file() for b in self.mains.values()
+        return (
+            stamp.get("ldflags") == self.ldflags
+            and stamp.get("plugins", []) == list(self.plugins)
+            and all(self.binary(cache, b).is_file() for b in self.mains.values())
         )
 
 
@@ -133,11 +139,16 @@ METACONTROLLER = Component(
     xvars=(f"main.version={METACONTROLLER_VERSION}",),
 )
 
+#: The plugins the real node's Corefile names (tools/cluster/node.py; tests/test_cluster_tools.py
+#: keeps the two equal). CoreDNS is built with these alone: compiling its other ~60 plugins (cloud
+#: DNS providers' SDKs among them) cost most of its build.
+COREDNS_PLUGINS = ("bind", "errors", "ready", "kubernetes", "cache")
 COREDNS = Component(
     name="coredns",
     version=COREDNS_VERSION,
-    mains={"github.com/coredns/coredns": "coredns"},
+    mains={"mxjob-e2e/coredns": "coredns"},
     requires={"github.com/coredns/coredns": COREDNS_VERSION},
+    plugins=COREDNS_PLUGINS,
 )
 
 # These three carry replace directives in their go.mod (Kubernetes staging pins), which only
@@ -252,6 +263,11 @@ COMPONENTS = (
 )
 #: Only the real-node tier needs these (cluster DNS for pods).
 NODE_COMPONENTS = (COREDNS,)
+#: What a KWOK-tier stack itself runs (tools/cluster/stack.py). The other components are built
+#: (or waited for, while another process builds them) by whatever first needs them: `need`.
+KWOK_STACK = (ETCD, KUBERNETES, METACONTROLLER, KWOK)
+#: What a real-node stack itself runs (tools/cluster/node.py), its images aside.
+NODE_STACK = (ETCD, KUBERNETES, METACONTROLLER, COREDNS)
 
 # Stock KWOK stages copied out of its module (directory under kustomize/stage -> cache subdir).
 KWOK_STAGE_DIRS = ("pod/fast", "pod/general", "node/fast", "node/heartbeat")
@@ -274,22 +290,27 @@ def go_env(component: Component) -> dict[str, str]:
 
 def run_go(args: list[str], cwd: Path, env: dict[str, str], log_file: Path) -> str:
     """Run ``go args`` in cwd, appending its output to log_file; return stdout."""
+    return run_go_timed(args, cwd, env, log_file)[0]
+
+
+def run_go_timed(
+    args: list[str], cwd: Path, env: dict[str, str], log_file: Path
+) -> tuple[str, float]:
+    """`run_go`, also returning the CPU seconds go and every process it waited for (compilers,
+    the linker) spent: a figure a loaded machine does not change, unlike the wall time."""
     with log_file.open("a") as log:
         log.write(f"\n$ go {' '.join(args)}\n")
         log.flush()
-        proc = subprocess.run(
-            ["go", *args],
-            cwd=cwd,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=log,
-            text=True,
-            check=False,
-        )
-        log.write(proc.stdout)
+        with tempfile.TemporaryFile() as out:
+            proc = subprocess.Popen(["go", *args], cwd=cwd, env=env, stdout=out, stderr=log)
+            _, status, usage = os.wait4(proc.pid, 0)
+            proc.returncode = os.waitstatus_to_exitcode(status)
+            out.seek(0)
+            stdout = out.read().decode()
+        log.write(stdout)
     if proc.returncode != 0:
         raise BuildError(f"`go {' '.join(args)}` failed (exit {proc.returncode}); see {log_file}")
-    return proc.stdout
+    return stdout, usage.ru_utime + usage.ru_stime
 
 
 def module_dir(module: str, version: str, cwd: Path, env: dict[str, str], log: Path) -> Path:
@@ -325,6 +346,29 @@ def write_module(component: Component, src: Path, replaces: dict[str, str]) -> N
     # A build-tagged file importing the main packages lets `go mod tidy` resolve their deps.
     imports = "\n".join(f'\t_ "{pkg}"' for pkg in component.mains)
     (src / "tools.go").write_text(f"//go:build tools\n\npackage tools\n\nimport (\n{imports}\n)\n")
+
+
+def write_plugin_main(component: Component, src: Path, env: dict[str, str], log: Path) -> None:
+    """CoreDNS's own `main` with only `component.plugins`, in the order of its release's
+    plugin.cfg (the order they see a query), as its docs describe a build of chosen plugins."""
+    ((module, version),) = component.requires.items()
+    cfg = module_dir(module, version, src, env, log) / "plugin.cfg"
+    chosen = []
+    for line in cfg.read_text().splitlines():
+        name, _, path = line.partition(":")
+        if name in component.plugins and not line.startswith("#"):
+            chosen.append((name, path if "/" in path else f"{module}/plugin/{path}"))
+    if {name for name, _ in chosen} != set(component.plugins):
+        raise BuildError(f"{cfg} lacks a plugin of {component.plugins}")
+    imports = "\n".join(f'\t_ "{path}"' for _, path in chosen)
+    directives = ", ".join(f'"{name}"' for name, _ in chosen)
+    (src / "tools.go").unlink(missing_ok=True)
+    (src / "main.go").write_text(
+        'package main\n\nimport (\n\t_ "github.com/coredns/caddy/onevent"\n'
+        f'{imports}\n\n\t"{module}/core/dnsserver"\n\t"{module}/coremain"\n)\n\n'
+        f"func init() {{ dnsserver.Directives = []string{{{directives}}} }}\n\n"
+        "func main() { coremain.Run() }\n"
+    )
 
 
 def kubernetes_replaces(src: Path, env: dict[str, str], log: Path) -> dict[str, str]:
@@ -449,8 +493,60 @@ def locked(path: Path) -> Iterator[None]:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
+#: What `fetch` leaves in a component's source tree once everything it builds is downloaded.
+FETCHED = ".fetched"
+
+
+def _fetch(component: Component, src: Path, env: dict[str, str], log_file: Path) -> Path:
+    """Lay out the component's module and download every module its build needs (network,
+    next to no CPU); the module's directory."""
+    if component is METACONTROLLER:
+        src = unpack_metacontroller(src)
+    elif component.module:
+        src = unpack_module(component, src, env, log_file)
+    else:
+        write_module(component, src, {})
+        if component is KUBERNETES:
+            write_module(component, src, kubernetes_replaces(src, env, log_file))
+        if component.plugins:
+            write_plugin_main(component, src, env, log_file)
+        run_go(["mod", "tidy"], src, env, log_file)
+    # Loads the main packages' imports (no compiling): downloads exactly what the build reads.
+    run_go(["list", "-mod=mod", "-deps", "-e", *component.mains], src, env, log_file)
+    (src / FETCHED).write_text(f"{component.name} {component.version}\n")
+    return src
+
+
+def _module_dir(src: Path) -> Path | None:
+    """The fetched module directory under src (Metacontroller's archive unpacks one level
+    down), or None before a complete fetch."""
+    for candidate in (src, *(p for p in src.iterdir() if p.is_dir())) if src.is_dir() else ():
+        if (candidate / FETCHED).is_file():
+            return candidate
+    return None
+
+
+def fetch_component(component: Component, cache: Path, log: Log) -> float:
+    """Download what one component's build needs unless built or fetched already (the network
+    half of `build_component`, which a prepare runs beside other builds); seconds spent."""
+    home = component.home(cache)
+    with locked(cache / f"{component.name}-{component.version}.lock"):
+        if component.is_built(cache) or _module_dir(home / "src") is not None:
+            return 0.0
+        start = time.monotonic()
+        (home / "bin").mkdir(parents=True, exist_ok=True)
+        log_file = home / "build.log"
+        log_file.write_text(f"fetching {component.name} {component.version}\n")
+        with heartbeat(log, f"downloading {component.name} {component.version}"):
+            _fetch(component, home / "src", go_env(component), log_file)
+        seconds = time.monotonic() - start
+        log(f"downloaded {component.name} {component.version} in {seconds:.0f}s")
+        return seconds
+
+
 def build_component(component: Component, cache: Path, log: Log) -> float:
-    """Build one component unless it is already in the cache; return seconds spent."""
+    """Build one component unless it is already in the cache; return seconds spent. Its stamp
+    keeps the wall and CPU seconds of the build (`python -m tools.testrun` reports them)."""
     home = component.home(cache)
     what = f"building {component.name} {component.version}"
     with locked(cache / f"{component.name}-{component.version}.lock"), heartbeat(log, what):
@@ -458,31 +554,28 @@ def build_component(component: Component, cache: Path, log: Log) -> float:
             return 0.0
         start = time.monotonic()
         src, bin_dir, log_file = home / "src", home / "bin", home / "build.log"
-        src.mkdir(parents=True, exist_ok=True)
         bin_dir.mkdir(parents=True, exist_ok=True)
-        log_file.write_text(f"building {component.name} {component.version}\n")
-        log(f"building {component.name} {component.version} (log: {log_file}) ...")
         env = go_env(component)
-        if component is METACONTROLLER:
-            src = unpack_metacontroller(src)
-        elif component.module:
-            src = unpack_module(component, src, env, log_file)
-        else:
-            write_module(component, src, {})
-            if component is KUBERNETES:
-                write_module(component, src, kubernetes_replaces(src, env, log_file))
-            run_go(["mod", "tidy"], src, env, log_file)
-        run_go(
+        module = _module_dir(src)
+        if module is None:
+            log_file.write_text(f"building {component.name} {component.version}\n")
+            module = _fetch(component, src, env, log_file)
+        log(f"building {component.name} {component.version} (log: {log_file}) ...")
+        compiling = time.monotonic()
+        _, cpu = run_go_timed(
             [
                 "build",
                 "-mod=mod",
                 "-trimpath",
+                # No DWARF from the compiler: `-w` drops it at link time anyway (the binaries
+                # are the same), and not writing it saves ~8% of the compile's CPU.
+                "-gcflags=all=-dwarf=false",
                 f"-ldflags={component.ldflags}",
                 "-o",
                 str(bin_dir) + "/",
                 *component.mains,
             ],
-            src,
+            module,
             env,
             log_file,
         )
@@ -490,7 +583,7 @@ def build_component(component: Component, cache: Path, log: Log) -> float:
             built = bin_dir / go_binary_name(pkg)
             if built != bin_dir / name:
                 built.replace(bin_dir / name)
-        copy_assets(component, src, env, log_file, home)
+        copy_assets(component, module, env, log_file, home)
         seconds = time.monotonic() - start
         component.stamp(cache).write_text(
             json.dumps(
@@ -498,14 +591,17 @@ def build_component(component: Component, cache: Path, log: Log) -> float:
                     "component": component.name,
                     "version": component.version,
                     "seconds": round(seconds),
+                    "compile_seconds": round(time.monotonic() - compiling),
+                    "cpu_seconds": round(cpu),
                     "ldflags": component.ldflags,
+                    "plugins": list(component.plugins),
                     "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                 },
                 indent=2,
             )
             + "\n"
         )
-        log(f"built {component.name} {component.version} in {seconds:.0f}s")
+        log(f"built {component.name} {component.version} in {seconds:.0f}s ({cpu:.0f} CPU s)")
         return seconds
 
 
@@ -546,6 +642,13 @@ def unavailable_reason(
                 f"Metacontroller's source is not at {source} (set {METACONTROLLER_SOURCE_SETTING})"
             )
     return go_problem()
+
+
+def need(component: Component, cache: Path, log: Log = print) -> Path:
+    """The component's home once it is built: built here if nobody has, waited for while
+    another process (a prepare running beside the tests) builds it."""
+    build_all(cache, log, (component,))
+    return component.home(cache)
 
 
 def build_all(

@@ -112,6 +112,8 @@ class Builder:
         self.cache = cache or build.default_cache_dir()
         self.home = self.cache / "images"
         self.log = log
+        #: The images this builder built (not found in the cache).
+        self.made: list[str] = []
 
     def _storage_args(self) -> list[str]:
         storage = self.home / "buildah"
@@ -124,8 +126,9 @@ class Builder:
     def _buildah(self, *args: str, log_file: Path) -> str:
         return _run(["buildah", *self._storage_args(), *args], log_file)
 
-    def all(self) -> dict[str, Built]:
-        """Every image, building what is missing; keyed by image name."""
+    def all(self, without: tuple[Image, ...] = ()) -> dict[str, Built]:
+        """Every image but those `without`, building what is missing; keyed by image name. (A
+        prepare builds all but Metacontroller's while Metacontroller compiles.)"""
         with locked(self.cache / "images.lock"), heartbeat(self.log, "building images"):
             self.home.mkdir(parents=True, exist_ok=True)
             images = {"pause": self._pause()}
@@ -133,7 +136,8 @@ class Builder:
             images[BASE.name] = base
             base_tag = base.ref.rsplit(":", 1)[1]
             for image in DERIVED:
-                images[image.name] = self._derived(image, base.ref, base_tag)
+                if image not in without:
+                    images[image.name] = self._derived(image, base.ref, base_tag)
             return images
 
     def _pause(self) -> Built:
@@ -150,6 +154,7 @@ class Builder:
             _run(["gcc", "-Os", "-static", "-o", str(rootfs / "pause"), str(source)], log_file)
             _run(["strip", str(rootfs / "pause")], log_file)
             self._commit_rootfs(rootfs, ref, archive, ["/pause"], log_file)
+        self.made.append("pause")
         return Built(ref, archive)
 
     def _base(self) -> Built:
@@ -190,6 +195,7 @@ class Builder:
             shutil.rmtree(rootfs / "var/lib/apt/lists", ignore_errors=True)
             self._commit_rootfs(rootfs, ref, archive, ["python3"], log_file)
         self.log(f"built {ref} in {time.monotonic() - started:.0f}s")
+        self.made.append(BASE.name)
         return Built(ref, archive)
 
     def _commit_rootfs(
@@ -235,7 +241,9 @@ class Builder:
                 "--pull-never",
                 "--network=host",
                 "--isolation=chroot",
-                "--layers=false",
+                # Layers cached in the builder's storage: a change of the hook's code rebuilds
+                # from its COPY on, not the pip install of its unchanged requirements before it.
+                "--layers=true",
                 f"--build-arg={image.base_arg}={base_ref}",
             ]
             if image is HOOK:
@@ -258,6 +266,7 @@ class Builder:
                 )
         self._push(ref, archive, log_file)
         self.log(f"built {ref} in {time.monotonic() - started:.0f}s")
+        self.made.append(image.name)
         return Built(ref, archive)
 
     def _push(self, ref: str, archive: Path, log_file: Path) -> None:

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from tools.cluster import build
 from tools.cluster.processes import healthz, process
 from tools.cluster.stack import Stack
 from tools.ports import free_port
@@ -17,6 +18,7 @@ from tools.ports import free_port
 def kube_state_metrics(stack: Stack, config: Path) -> Iterator[str]:
     """Run kube-state-metrics against the stack's API server with the custom-resource-state
     configuration `config` and nothing else; yield the URL of its `/metrics`."""
+    build.need(build.KUBE_STATE_METRICS, stack.cache_dir, stack.log)
     port = free_port()
     argv = [
         str(stack.bin("kube-state-metrics")),

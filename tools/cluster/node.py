@@ -65,11 +65,11 @@ def missing_packages() -> list[str]:
     return missing
 
 
-def ensure_host_packages(log: build.Log) -> None:
-    """Install the node's Debian packages if any is missing (root only)."""
+def ensure_host_packages(log: build.Log) -> list[str]:
+    """Install the node's Debian packages if any is missing (root only); those installed."""
     missing = missing_packages()
     if not missing:
-        return
+        return missing
     log(
         f"installing Debian packages with apt-get: {' '.join(missing)}: the real node runs"
         " containerd, runc and CNI, and its images are built with mmdebstrap and buildah ..."
@@ -79,6 +79,7 @@ def ensure_host_packages(log: build.Log) -> None:
         proc = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
         if proc.returncode != 0:
             raise StackError(f"{' '.join(argv[:2])} failed: {proc.stderr.strip()[-500:]}")
+    return missing
 
 
 def host_reason() -> str | None:
@@ -96,7 +97,7 @@ def host_reason() -> str | None:
 
 def unavailable_reason() -> str | None:
     """One line saying why this machine cannot run a real node, or None."""
-    return host_reason() or build.unavailable_reason(components=ALL_COMPONENTS)
+    return host_reason() or build.unavailable_reason(components=build.NODE_STACK)
 
 
 ALL_COMPONENTS = (*build.COMPONENTS, *build.NODE_COMPONENTS)
@@ -207,7 +208,7 @@ class RealNode:
 
     def build(self) -> None:
         ensure_host_packages(self.plane.log)
-        build.build_all(self.plane.cache_dir, self.plane.log, ALL_COMPONENTS)
+        build.build_all(self.plane.cache_dir, self.plane.log, build.NODE_STACK)
         built = images.Builder(self.plane.cache_dir, self.plane.log).all()
         self.images = {name: b.ref for name, b in built.items()}
         self.archives = {name: b.archive for name, b in built.items()}

@@ -67,8 +67,9 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
 
 
 def source(stack: Stack, component: build.Component) -> Path:
-    """The release tree a component was built in (its CRDs and manifests)."""
-    return component.home(stack.cache_dir) / "src"
+    """The release tree a component was built in (its CRDs and manifests), built first if it
+    is not yet (or waited for while a prepare beside the tests builds it)."""
+    return build.need(component, stack.cache_dir, stack.log) / "src"
 
 
 def install_crds(stack: Stack, *files: Path) -> None:

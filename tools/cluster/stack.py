@@ -381,6 +381,7 @@ class Stack:
         self, *args: str, check: bool = True, timeout: float = 60
     ) -> subprocess.CompletedProcess[str]:
         """Run the built helm against this stack (the chart charts/mxjob)."""
+        build.need(build.HELM, self.cache_dir, self.log)
         return self.client("helm", *args, check=check, timeout=timeout)
 
     def client(
@@ -410,7 +411,9 @@ class Stack:
         """Start every component and wait for readiness. Raises StackError on failure."""
         started = time.monotonic()
         if build_missing:
-            self.node.build() if self.node else build.build_all(self.cache_dir, self.log)
+            self.node.build() if self.node else build.build_all(
+                self.cache_dir, self.log, build.KWOK_STACK
+            )
         node = type(self.node)() if self.node else None  # a crashed stack of the same tier
         existing = type(self).load(self.run_dir, cache_dir=self.cache_dir, log=self.log, node=node)
         if existing and existing.is_running():

@@ -1,0 +1,190 @@
+"""`make test`'s runner (tools/steps.py, tools/testrun/, tools/cluster/report.py): steps start as
+soon as their needs are done and within their slots, a failed need stops what depends on it, a
+fatal step stops the run, every test file runs in exactly one lane, and the timing table says
+what each step did. The commands are real processes (`sh -c`)."""
+
+import os
+import re
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tools import steps
+from tools.cluster import build, node, prepare, report
+from tools.testrun import lanes, results
+
+
+def sh(name: str, script: str, **kwargs: object) -> steps.Step:
+    return steps.Step(name, ("sh", "-c", script), **kwargs)  # type: ignore[arg-type]
+
+
+def run(*graph: steps.Step, **kwargs: object) -> tuple[dict[str, steps.Done], list[str]]:
+    lines: list[str] = []
+    done = steps.Runner(list(graph), log=lines.append, **kwargs).run()  # type: ignore[arg-type]
+    return done, lines
+
+
+def test_a_step_starts_once_its_needs_are_done(tmp_path: Path) -> None:
+    mark = tmp_path / "a-done"
+    done, _ = run(
+        sh("a", f"sleep 0.3; touch {mark}"),
+        sh("b", f"test -e {mark}", needs=("a",)),
+        sh("c", "true"),
+    )
+    assert all(d.ok for d in done.values())
+    assert done["b"].started >= done["a"].started + done["a"].wall - 0.05
+    assert done["c"].started < done["a"].started + done["a"].wall
+
+
+def test_a_failed_need_stops_what_depends_on_it_and_nothing_else() -> None:
+    done, lines = run(
+        sh("broken", "exit 3"),
+        sh("after", "true", needs=("broken",)),
+        sh("after-after", "true", needs=("after",)),
+        sh("apart", "true"),
+    )
+    assert done["broken"].status == 3
+    assert done["after"].status is None
+    assert done["after"].why_not == "broken failed"
+    assert done["after-after"].why_not == "after failed"
+    assert done["apart"].ok
+    assert "[after] not run: broken failed" in lines
+
+
+def test_a_fatal_failure_interrupts_what_runs_and_starts_nothing_more() -> None:
+    began = time.monotonic()
+    done, _ = run(
+        sh("long", "sleep 30", kind=steps.UNLIMITED),
+        sh("lint", "sleep 0.2; exit 1", fatal=True),
+        sh("later", "true", needs=("long",)),
+    )
+    assert time.monotonic() - began < 10
+    assert done["lint"].status == 1
+    assert done["long"].status not in (0, None)  # interrupted
+    assert done["later"].why_not == "lint failed"
+
+
+def test_cpu_steps_never_exceed_their_slots(tmp_path: Path) -> None:
+    log = tmp_path / "log"
+    script = f"echo start >> {log}; sleep 0.2; echo end >> {log}"
+    done, _ = run(*(sh(f"s{i}", script) for i in range(3)), cpu_slots=1)
+    assert all(d.ok for d in done.values())
+    assert log.read_text().split() == ["start", "end"] * 3
+
+
+def test_the_verdict_line_is_kept_and_cpu_seconds_are_measured() -> None:
+    busy = f"{sys.executable} -c 'sum(range(10**7))'; echo '{steps.RESULT}built'"
+    done, lines = run(sh("work", busy))
+    assert done["work"].verdict == "built"
+    assert done["work"].cpu > 0.05
+    assert not any(steps.RESULT in line for line in lines)
+
+
+def test_a_need_that_is_no_step_is_refused() -> None:
+    with pytest.raises(ValueError, match="unknown steps"):
+        run(sh("a", "true", needs=("nowhere",)))
+
+
+def test_a_step_runs_at_its_niceness() -> None:
+    done, lines = run(sh("niced", "ps -o ni= -p $$", nice=7))
+    assert done["niced"].ok
+    assert lines[0].split() == ["[niced]", str(min(os.nice(0) + 7, 19))]
+
+
+def test_every_test_file_runs_in_exactly_one_lane() -> None:
+    every = sorted(lanes.TESTS.rglob("test_*.py"))
+    placed = [f for lane in lanes.lanes() for f in lane.files]
+    assert sorted(placed) == every
+    assert len(placed) == len(set(placed))
+    node_lane, host_lane = lanes.lanes()
+    assert all(lanes.NODE_DIR in f.parents for f in node_lane.files)
+    assert not any(lanes.NODE_DIR in f.parents for f in host_lane.files)
+
+
+def test_files_that_need_late_builds_go_last_in_late_order() -> None:
+    files = [Path(n) for n in ("test_kueue.py", "test_b.py", "test_helm.py", "test_a.py")]
+    ordered = [f.name for f in lanes.late_last(files)]
+    assert ordered == ["test_a.py", "test_b.py", "test_helm.py", "test_kueue.py"]
+
+
+def test_the_host_lane_ends_with_the_kwok_tier_it_waits_for() -> None:
+    host = lanes.lanes()[1].files
+    kwok = [f for f in host if lanes.KWOK_DIR in f.parents]
+    assert list(host[-len(kwok) :]) == kwok
+    assert host[-len(kwok) - 1] == lanes.REJOIN
+
+
+@pytest.mark.parametrize(
+    ("classname", "tier"),
+    [
+        ("tests.realnode.test_faults", "real node"),
+        ("tests.e2e.test_kueue", "KWOK"),
+        ("tests.test_rejoin", "rejoin harness"),
+        ("tests.test_http", "no cluster"),
+    ],
+)
+def test_a_test_file_belongs_to_its_tier(classname: str, tier: str) -> None:
+    assert lanes.tier(classname) == tier
+
+
+def test_a_lane_report_counts_outcomes_per_tier(tmp_path: Path) -> None:
+    junit = tmp_path / "lane.xml"
+    junit.write_text(
+        '<testsuites><testsuite name="pytest">'
+        '<testcase classname="tests.test_http" name="a" time="1.5"/>'
+        '<testcase classname="tests.test_http" name="b" time="0.5"><skipped/></testcase>'
+        '<testcase classname="tests.e2e.test_cli" name="c" time="10"><failure/></testcase>'
+        '<testcase classname="tests.e2e.test_cli" name="d" time="2"><error/></testcase>'
+        "</testsuite></testsuites>"
+    )
+    lane, tiers = results.read(junit)
+    assert lane.counts() == "1 passed, 1 failed, 1 error, 1 skipped"
+    assert lane.executed == 3
+    assert tiers["KWOK"].seconds == 12
+    assert tiers["no cluster"].counts() == "1 passed, 1 skipped"
+    assert results.read(tmp_path / "missing.xml")[0].counts() == "no tests"
+
+
+def test_the_table_says_what_each_step_did(tmp_path: Path) -> None:
+    done, _ = run(sh("build-kwok", f"echo '{steps.RESULT}cached'"), sh("x", "exit 2"))
+    done["y"] = steps.Done(sh("y", "true"), why_not="x failed")
+    rows = report.step_rows(done, {"kwok": {"seconds": 130.0, "cpu": 240.0}})
+    assert rows[0][:2] == ["build-kwok", "built by a test (2m10s, 240 CPU s)"]
+    assert rows[1][:2] == ["x", "FAILED (2)"]
+    assert rows[2][:2] == ["y", "not run: x failed"]
+    lines = report.render(report.STEP_HEADER, rows)
+    assert len({line.index("did") if "did" in line else 0 for line in lines[:1]}) == 1
+    assert re.match(r"^step\s+did\s+began\s+wall\s+CPU s$", lines[0])
+
+
+@pytest.mark.parametrize(
+    ("seconds", "shown"), [(0.04, "0.0s"), (59.9, "59.9s"), (60, "1m00s"), (3725, "62m05s")]
+)
+def test_minutes(seconds: float, shown: str) -> None:
+    assert report.minutes(seconds) == shown
+
+
+def test_the_machine_line_tells_busy_from_niced() -> None:
+    start = report.Machine(at=0, busy=0, niced=0, total=0, load=0.5)
+    end = report.Machine(at=100, busy=150, niced=30, total=200, load=2.25)
+    line = report.machine_line(start, end)
+    assert "busy 1.50 cores at normal priority and 0.30 niced" in line
+    assert "load average 0.50 at the start, 2.25 at the end" in line
+
+
+def test_corefile_names_exactly_the_plugins_coredns_is_built_with() -> None:
+    directives = set(re.findall(r"^    (\w+)", node.COREFILE, re.MULTILINE))
+    assert directives == set(build.COREDNS_PLUGINS)
+
+
+def test_the_prepare_builds_every_component_once_stacks_first() -> None:
+    graph = prepare.graph()
+    builds = [s.name.removeprefix("build-") for s in graph if s.name.startswith("build-")]
+    every = {c.name for c in (*build.COMPONENTS, *build.NODE_COMPONENTS)}
+    assert sorted(builds) == sorted(every)
+    stack = {c.name for c in (*build.KWOK_STACK, *build.NODE_STACK)}
+    assert set(builds[: len(stack)]) == stack
+    assert all(s.nice == 0 for s in graph if s.name.removeprefix("build-") in stack)
+    assert set(prepare.NODE_NEEDS) <= {s.name for s in graph}
