@@ -93,14 +93,18 @@ def test_a_step_runs_at_its_niceness() -> None:
     assert lines[0].split() == ["[niced]", str(min(os.nice(0) + 7, 19))]
 
 
-def test_every_test_file_runs_in_exactly_one_lane() -> None:
+def test_every_test_runs_in_exactly_one_lane() -> None:
     every = sorted(lanes.TESTS.rglob("test_*.py"))
-    placed = [f for lane in lanes.lanes() for f in lane.files]
-    assert sorted(placed) == every
-    assert len(placed) == len(set(placed))
-    node_lane, host_lane = lanes.lanes()
-    assert all(lanes.NODE_DIR in f.parents for f in node_lane.files)
-    assert not any(lanes.NODE_DIR in f.parents for f in host_lane.files)
+    shared, alone, host = lanes.lanes()
+    node = sorted(f for f in every if lanes.NODE_DIR in f.parents)
+    # The real node's two lanes: the same files, complementary markers.
+    assert sorted(shared.files) == sorted(alone.files) == node
+    assert shared.args[shared.args.index("-m") + 1] == "not alone"
+    assert alone.args[alone.args.index("-m") + 1] == "alone"
+    assert shared.on_node and alone.on_node and not host.on_node
+    # The host lane: every other file, once.
+    assert sorted(host.files) == sorted(set(every) - set(node))
+    assert len(host.files) == len(set(host.files))
 
 
 def test_files_that_need_late_builds_go_last_in_late_order() -> None:
@@ -110,7 +114,7 @@ def test_files_that_need_late_builds_go_last_in_late_order() -> None:
 
 
 def test_the_host_lane_ends_with_the_kwok_tier_it_waits_for() -> None:
-    host = lanes.lanes()[1].files
+    host = lanes.lanes()[-1].files
     kwok = [f for f in host if lanes.KWOK_DIR in f.parents]
     assert list(host[-len(kwok) :]) == kwok
     assert host[-len(kwok) - 1] == lanes.REJOIN
@@ -151,9 +155,13 @@ def test_the_table_says_what_each_step_did(tmp_path: Path) -> None:
     done, _ = run(sh("build-kwok", f"echo '{steps.RESULT}cached'"), sh("x", "exit 2"))
     done["y"] = steps.Done(sh("y", "true"), why_not="x failed")
     rows = report.step_rows(done, {"kwok": {"seconds": 130.0, "cpu": 240.0}})
-    assert rows[0][:2] == ["build-kwok", "built by a test (2m10s, 240 CPU s)"]
-    assert rows[1][:2] == ["x", "FAILED (2)"]
-    assert rows[2][:2] == ["y", "not run: x failed"]
+    did = {row[0]: row[1] for row in rows}
+    assert did == {
+        "build-kwok": "built by a test (2m10s, 240 CPU s)",
+        "x": "FAILED (2)",
+        "y": "not run: x failed",
+    }
+    assert rows[-1][0] == "y"
     lines = report.render(report.STEP_HEADER, rows)
     assert len({line.index("did") if "did" in line else 0 for line in lines[:1]}) == 1
     assert re.match(r"^step\s+did\s+began\s+wall\s+CPU s$", lines[0])
@@ -188,3 +196,14 @@ def test_the_prepare_builds_every_component_once_stacks_first() -> None:
     assert set(builds[: len(stack)]) == stack
     assert all(s.nice == 0 for s in graph if s.name.removeprefix("build-") in stack)
     assert set(prepare.NODE_NEEDS) <= {s.name for s in graph}
+
+
+def test_a_step_that_follows_runs_whatever_became_of_what_it_follows(tmp_path: Path) -> None:
+    done, _ = run(
+        sh("up", "true"),
+        sh("tests", "exit 1", needs=("up",)),
+        sh("more-tests", "true", needs=("tests",)),
+        sh("down", "true", after=("more-tests",)),
+    )
+    assert done["more-tests"].why_not == "tests failed"
+    assert done["down"].ok

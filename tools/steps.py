@@ -38,6 +38,8 @@ class Step:
     name: str
     argv: tuple[str, ...]
     needs: tuple[str, ...] = ()
+    #: Steps it only follows: it runs once they ended, however they ended (a stack's stop).
+    after: tuple[str, ...] = ()
     kind: str = CPU
     nice: int = 0
     env: dict[str, str] = field(default_factory=dict)
@@ -45,6 +47,8 @@ class Step:
     output: Path | None = None
     #: Whether its failure ends the run at once (lint: nothing after it is worth waiting for).
     fatal: bool = False
+    #: Exit statuses that mean success.
+    ok_statuses: tuple[int, ...] = (0,)
 
 
 @dataclass
@@ -62,7 +66,7 @@ class Done:
 
     @property
     def ok(self) -> bool:
-        return self.status == 0
+        return self.status in self.step.ok_statuses
 
 
 @dataclass
@@ -84,7 +88,7 @@ class Runner:
     def run(self) -> dict[str, Done]:
         names = {s.name for s in self.steps}
         for step in self.steps:
-            unknown = set(step.needs) - names
+            unknown = {*step.needs, *step.after} - names
             if unknown:
                 raise ValueError(f"step {step.name} needs unknown steps {sorted(unknown)}")
         waiting = list(self.steps)
@@ -126,14 +130,15 @@ class Runner:
                 self._wake.wait(1.0)
 
     def _blocked(self, step: Step) -> str:
-        """Why a step cannot run any more (a need failed, or the run was aborted), or ''."""
-        if self._aborted:
+        """Why a step cannot run any more (a need failed, or the run was aborted), or ''. A
+        step that only follows others still runs once they ended: it cleans up after them."""
+        if self._aborted and (step.needs or not step.after):
             return self._aborted
         failed = [n for n in step.needs if n in self.done and not self.done[n].ok]
         return f"{', '.join(failed)} failed" if failed else ""
 
     def _ready(self, step: Step) -> bool:
-        return all(n in self.done for n in step.needs)
+        return all(n in self.done for n in (*step.needs, *step.after))
 
     def _slot_free(self, step: Step, running: dict[str, Step]) -> bool:
         if step.kind == UNLIMITED:

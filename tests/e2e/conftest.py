@@ -6,8 +6,10 @@ Skipped with a one-line reason when Go is missing, unless E2E=required (CI sets 
 """
 
 import contextlib
+import functools
 import json
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -25,7 +27,10 @@ from tools.ports import free_port
 REPO = Path(__file__).resolve().parents[2]
 #: The console script `make venv` installs (pyproject.toml), beside the Python running the tests.
 MXJOB = Path(sys.executable).parent / "mxjob"
-NAMESPACE = "default"
+#: Where the tests make their jobs: `default`, or a namespace of each pytest-xdist worker where
+#: several sessions share one stack (the real-node lane's job tests, tools/testrun/lanes.py).
+WORKER = os.environ.get("PYTEST_XDIST_WORKER")
+NAMESPACE = f"tests-{WORKER}" if WORKER else "default"
 T = TypeVar("T")
 
 
@@ -143,11 +148,24 @@ class Cluster:
     def delete(self, kind: str, name: str) -> None:
         self.kubectl("delete", kind, name, "-n", NAMESPACE, "--ignore-not-found", "--wait=false")
 
+    @functools.cached_property
+    def kubeconfig(self) -> Path:
+        """The stack's kubeconfig, its context's namespace NAMESPACE: what `mxjob` (and
+        kubectl without `-n`) use, as a user's current namespace."""
+        if NAMESPACE == "default":
+            return Path(self.stack.kubeconfig)
+        path = Path(self.stack.run_dir) / f"kubeconfig-{NAMESPACE}"
+        shutil.copyfile(self.stack.kubeconfig, path)
+        kubectl = [str(self.stack.bin("kubectl")), "--kubeconfig", str(path), "config"]
+        subprocess.run([*kubectl, "set-context", "--current", f"--namespace={NAMESPACE}"],
+                       check=True, capture_output=True)  # fmt: skip
+        return path
+
     def mxjob(
         self, *args: str, stdin: str | None = None, timeout: float = 180
     ) -> subprocess.CompletedProcess[str]:
         """The `mxjob` command as a user runs it, with this cluster's kubeconfig (docs/cli.md)."""
-        env = {**os.environ, "KUBECONFIG": str(self.stack.kubeconfig)}
+        env = {**os.environ, "KUBECONFIG": str(self.kubeconfig)}
         return subprocess.run(
             [str(MXJOB), *args], input=stdin, env=env, capture_output=True, text=True,
             timeout=timeout, check=False,

@@ -40,10 +40,14 @@ def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     from tools.cluster import hoststate  # noqa: PLC0415
 
     reuse = os.environ.get("MXJOB_NODE_RUN")
-    if reuse:  # a running playground (`make up TIER=node`): quicker while writing tests
+    if reuse:  # a stack started for the session (`make up TIER=node`, `make test`'s lanes)
         running = load_any(Path(reuse), log=lambda line: print(line, flush=True))
         assert running and running.node and running.is_running(), f"no node stack in {reuse}"
-        running.kubectl("delete", "configmap", WORKLOADS_CONFIGMAP, "--ignore-not-found")
+        if NAMESPACE != "default":  # one of several sessions sharing the stack
+            running.kubectl("create", "namespace", NAMESPACE, check=False)
+            running.wait_default_serviceaccount(NAMESPACE)
+        running.kubectl("delete", "configmap", WORKLOADS_CONFIGMAP, "-n", NAMESPACE,
+                        "--ignore-not-found")  # fmt: skip
         _create_workloads(running)
         yield running
         return

@@ -5,8 +5,14 @@ import json
 import time
 from typing import Any
 
+import pytest
+
 from tests.e2e.conftest import NAMESPACE, wait_for
 from tests.realnode.conftest import HOOK_NAMESPACE, WAITING, Node, mxjob, replica
+
+pytestmark = pytest.mark.alone(
+    "deletes the Events component's pod: other jobs' Events would come late"
+)
 
 STORY = ["MXJobCreated", "MXJobRunning", "MXJobRestarting", "MXJobRunning", "MXJobSucceeded"]
 

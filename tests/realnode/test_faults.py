@@ -11,6 +11,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import pytest
+
 from tests.e2e.conftest import NAMESPACE, REPO, wait_for
 from tests.realnode.conftest import (
     HOOK_NAMESPACE,
@@ -22,6 +24,11 @@ from tests.realnode.conftest import (
     waiting_job,
 )
 from testsupport.jobs import request
+
+pytestmark = pytest.mark.alone(
+    "scales the hook to 0, restarts Metacontroller and the API server, uninstalls the"
+    " project: every running job sees it"
+)
 
 
 def succeeded(cluster: Node, job: str, rtype: str = "Worker") -> int:

@@ -19,6 +19,8 @@ from tests.e2e.conftest import REPO
 from tests.realnode.conftest import HOOK_NAMESPACE, Node
 from tests.realnode.test_workloads import FINISHED, dist_job
 
+pytestmark = pytest.mark.alone("replaces the project's kustomize install with the Helm chart's")
+
 CHART = REPO / "charts" / "mxjob"
 CRD = "mxjobs.kubeflow.org"
 RELEASE = "mxjob"

@@ -25,6 +25,10 @@ from tests.e2e.conftest import NAMESPACE, REPO, wait_for
 from tests.realnode.conftest import WAITING, Node, mxjob, replica
 from tools.cluster import training_operator as operator
 
+pytestmark = pytest.mark.alone(
+    "runs training-operator, which would take every MXJob of the cluster"
+)
+
 VERSION = "v1.8.1"
 FINISHED, SERVER_LEFT, RUNNING = "to-finished", "to-leftover", "to-running"
 #: Over the 50 characters mxjob allows (its ConfigMap names): refused by mxjob's CRD on create,

@@ -29,6 +29,10 @@ from tests.realnode.conftest import WAITING, Node, mxjob, replica
 from tools.cluster import schedulers
 from tools.cluster.stack import Stack
 
+pytestmark = pytest.mark.alone(
+    "switches the project's install variant and starts gang schedulers and Kueue"
+)
+
 FINISHED = "finished 30 rounds"
 ROUNDS = {"ROUNDS": "30", "ROUND_SECONDS": "0.5"}
 

@@ -397,6 +397,7 @@ def metacontroller_least_privileged(cluster: Node, least_privileged: str) -> Ite
         cluster.wait_metacontroller(cluster.stop_metacontroller())
 
 
+@pytest.mark.alone("restarts Metacontroller with other rights: every job's syncs stop meanwhile")
 def test_metacontroller_runs_a_job_with_only_the_aggregated_role(
     cluster: Node, metacontroller_least_privileged: str
 ) -> None:

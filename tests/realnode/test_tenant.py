@@ -29,6 +29,11 @@ from hooks.core.conversion.versions import V1_FIELDS
 from tests.e2e.conftest import NAMESPACE, REPO, wait_for
 from tests.realnode.conftest import HOOK_NAMESPACE, Node, waiting_job
 
+pytestmark = pytest.mark.alone(
+    "holds the hook's and the webhook's connections and times a bystander's syncs: other"
+    " tests' load would be its noise"
+)
+
 TENANT = "mxjob-tenant"
 USER = "tenant"
 #: How long the attacker's pod holds connections, seconds.
@@ -169,6 +174,7 @@ def server_errors(cluster: Node, since: float) -> list[str]:
 #: The hook container's peak memory and its limit, read in the container (cgroup v1 or v2).
 MEMORY = r"""
 import os
+
 for peak, limit in (("memory.peak", "memory.max"),
                     ("memory/memory.max_usage_in_bytes", "memory/memory.limit_in_bytes")):
     if os.path.exists("/sys/fs/cgroup/" + peak):

@@ -2,7 +2,7 @@
 
 from typing import Any
 
-from tests.e2e.conftest import wait_for
+from tests.e2e.conftest import NAMESPACE, wait_for
 from tests.realnode.conftest import Node, mxjob, replica
 
 FINISHED = "finished 30 rounds"
@@ -132,7 +132,7 @@ def test_deleting_a_job_removes_every_child(cluster: Node) -> None:
     cluster.apply(mxjob("doomed", {"Worker": replica(image, replicas=2, command=forever)}))
     cluster.wait_condition("doomed", "Running", timeout=120)
     assert len(cluster.services("doomed")) == 2
-    cluster.kubectl("delete", "mxjob", "doomed", "-n", "default", "--wait=true", "--timeout=90s")
+    cluster.kubectl("delete", "mxjob", "doomed", "-n", NAMESPACE, "--wait=true", "--timeout=90s")
     wait_for("pods gone", lambda: not cluster.pods("doomed"), 90)
     assert cluster.services("doomed") == {}
     assert cluster.get("configmap", "doomed-mxjob-config") is None

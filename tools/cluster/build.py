@@ -513,15 +513,21 @@ def _fetch(component: Component, src: Path, env: dict[str, str], log_file: Path)
         run_go(["mod", "tidy"], src, env, log_file)
     # Loads the main packages' imports (no compiling): downloads exactly what the build reads.
     run_go(["list", "-mod=mod", "-deps", "-e", *component.mains], src, env, log_file)
-    (src / FETCHED).write_text(f"{component.name} {component.version}\n")
+    (src / FETCHED).write_text(_fetch_key(component))
     return src
 
 
-def _module_dir(src: Path) -> Path | None:
-    """The fetched module directory under src (Metacontroller's archive unpacks one level
-    down), or None before a complete fetch."""
+def _fetch_key(component: Component) -> str:
+    """What a fetched tree was laid out for: another version or plugin set fetches again."""
+    return f"{component.name} {component.version} {' '.join(component.plugins)}\n"
+
+
+def _module_dir(component: Component, src: Path) -> Path | None:
+    """The module directory fetched for this component under src (Metacontroller's archive
+    unpacks one level down), or None before a complete fetch of it."""
     for candidate in (src, *(p for p in src.iterdir() if p.is_dir())) if src.is_dir() else ():
-        if (candidate / FETCHED).is_file():
+        marker = candidate / FETCHED
+        if marker.is_file() and marker.read_text() == _fetch_key(component):
             return candidate
     return None
 
@@ -531,7 +537,7 @@ def fetch_component(component: Component, cache: Path, log: Log) -> float:
     half of `build_component`, which a prepare runs beside other builds); seconds spent."""
     home = component.home(cache)
     with locked(cache / f"{component.name}-{component.version}.lock"):
-        if component.is_built(cache) or _module_dir(home / "src") is not None:
+        if component.is_built(cache) or _module_dir(component, home / "src") is not None:
             return 0.0
         start = time.monotonic()
         (home / "bin").mkdir(parents=True, exist_ok=True)
@@ -556,7 +562,7 @@ def build_component(component: Component, cache: Path, log: Log) -> float:
         src, bin_dir, log_file = home / "src", home / "bin", home / "build.log"
         bin_dir.mkdir(parents=True, exist_ok=True)
         env = go_env(component)
-        module = _module_dir(src)
+        module = _module_dir(component, src)
         if module is None:
             log_file.write_text(f"building {component.name} {component.version}\n")
             module = _fetch(component, src, env, log_file)

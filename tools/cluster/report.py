@@ -101,9 +101,11 @@ def built_in_run(cache: Path, since: float) -> dict[str, dict[str, float]]:
 
 
 def step_rows(done: dict[str, Done], built: dict[str, dict[str, float]]) -> list[list[str]]:
-    """One row per step: what it did, when it began, its wall time and CPU seconds."""
+    """One row per step, in the order they began: what it did, when it began, its wall time
+    and CPU seconds (steps that never ran last)."""
     rows = []
-    for name, record in done.items():
+    order = sorted(done.items(), key=lambda item: (item[1].status is None, item[1].started))
+    for name, record in order:
         if record.status is None:
             rows.append([name, f"not run: {record.why_not}", "", "", ""])
             continue

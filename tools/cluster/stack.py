@@ -441,10 +441,20 @@ class Stack:
             self._start_metacontroller()
             self._start_kwok()
             self._wait_kwok_ready()
+        self.wait_default_serviceaccount("default")
+
+    def wait_default_serviceaccount(self, namespace: str) -> None:
+        """Until the controller-manager made the namespace's `default` ServiceAccount, without
+        which the API server refuses its pods."""
         self.wait(
             "kube-controller-manager",
-            "serviceaccount default/default",
-            lambda: self.kubectl("get", "serviceaccount", "default", check=False).returncode == 0,
+            f"serviceaccount {namespace}/default",
+            lambda: (
+                self.kubectl(
+                    "get", "serviceaccount", "default", "-n", namespace, check=False
+                ).returncode
+                == 0
+            ),
             60,
         )
 

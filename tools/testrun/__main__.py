@@ -16,6 +16,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 from tools import steps
 from tools.cluster import build, prepare, report
@@ -36,14 +37,44 @@ class Console:
                   flush=True)  # fmt: skip
 
 
-def lane_step(lane: Lane, needs: tuple[str, ...], out: Path, pytest_args: list[str]) -> steps.Step:
+def lane_step(lane: Lane, out: Path, pytest_args: list[str], **kwargs: Any) -> steps.Step:
     """A lane as a step: one pytest session over its files, reporting to JUnit XML."""
     argv = steps.python(
         "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={out / f'{lane.name}.xml'}",
-        "-o", "junit_duration_report=total", "-o", "junit_family=xunit1",
+        "-o", "junit_duration_report=total", "-o", "junit_family=xunit1", *lane.args,
         *pytest_args, *(str(f.relative_to(REPO)) for f in lane.files),
     )  # fmt: skip
-    return steps.Step(f"lane-{lane.name}", argv, needs=needs, kind=steps.UNLIMITED, nice=lane.nice)
+    # pytest's 5 (no test selected) is a lane's success only when the caller selected tests.
+    ok = (0, 5) if pytest_args else (0,)
+    return steps.Step(f"lane-{lane.name}", argv, kind=steps.UNLIMITED, nice=lane.nice,
+                      ok_statuses=ok, **kwargs)  # fmt: skip
+
+
+def test_steps(graph: list[steps.Step], out: Path, pytest_args: list[str]) -> list[steps.Step]:
+    """The lanes, and where the real node's tier is prepared the stack they share: started
+    once its parts are built, stopped once its last lane ended (however it ended)."""
+    node_run = out / "node" / "run"
+    prepared = {s.name for s in graph}
+    node_tier = set(prepare.NODE_NEEDS) <= prepared
+    found: list[steps.Step] = []
+    if node_tier:
+        up = ("-m", "tools.testrun.node", "up", str(node_run))
+        found.append(steps.Step("node-up", steps.python(*up), needs=prepare.NODE_NEEDS,
+                                kind=steps.UNLIMITED))  # fmt: skip
+    previous: str | None = None
+    for lane in lanes():
+        kwargs: dict[str, Any] = {}
+        if lane.on_node and node_tier:
+            kwargs = {"needs": ("node-up",), "env": {"MXJOB_NODE_RUN": str(node_run)}}
+        if lane.on_node and previous:
+            kwargs["after"] = (previous,)
+        found.append(lane_step(lane, out, pytest_args, **kwargs))
+        previous = found[-1].name if lane.on_node else previous
+    if node_tier:
+        down = ("-m", "tools.testrun.node", "down", str(node_run))
+        found.append(steps.Step("node-down", steps.python(*down), after=(str(previous),),
+                                kind=steps.UNLIMITED))  # fmt: skip
+    return found
 
 
 def lane_rows(done: dict[str, steps.Done], out: Path) -> tuple[list[list[str]], int]:
@@ -61,7 +92,7 @@ def lane_rows(done: dict[str, steps.Done], out: Path) -> tuple[list[list[str]], 
         began = report.minutes(record.started) if record and record.status is not None else "-"
         rows.append([f"lane {lane.name}", tally.counts(), began, wall, ""])
     for name, t in sorted(tiers.items()):
-        rows.append([f"  tier {name}", t.counts(), "", report.minutes(t.seconds), ""])
+        rows.append([f"  tier {name}", t.counts(), "", f"({report.minutes(t.seconds)})", ""])
     return rows, executed
 
 
@@ -72,14 +103,8 @@ def main(argv: list[str]) -> int:
     with tempfile.TemporaryDirectory(prefix="mxjob-testrun-") as tmp:
         out = Path(tmp)
         graph = prepare.plan(cache, console)
-        node_needs = tuple(s.name for s in graph if s.name in prepare.NODE_NEEDS)
-        node_lane, host_lane = lanes()
-        run = [
-            steps.Step("lint", ("make", "-s", "--no-print-directory", "lint"), fatal=True),
-            *graph,
-            lane_step(node_lane, node_needs, out, argv),
-            lane_step(host_lane, (), out, argv),
-        ]
+        lint = steps.Step("lint", ("make", "-s", "--no-print-directory", "lint"), fatal=True)
+        run = [lint, *graph, *test_steps(graph, out, argv)]
         done = steps.Runner(run, log=console, cwd=REPO).run()
         rows, executed = lane_rows(done, out)
     lines = report.table(done, cache, began, start, report.Machine.now())

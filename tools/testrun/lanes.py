@@ -1,18 +1,20 @@
-"""The test lanes `make test` runs side by side, and which test files each one runs in what order.
+"""The test lanes `make test` runs side by side, and which tests each one runs in what order.
 
-Two lanes share the machine's two cores (docs/testing.md, "Lanes and budgets"):
+The machine's two cores are shared by (docs/testing.md, "Lanes and budgets"):
 
-- **node**: the real-node tier (`tests/realnode`), one session-wide stack whose tests change
-  the whole cluster (install variants, the hook scaled to 0, Metacontroller restarted), so they
-  stay one after another. It starts once its stack's binaries and images are built.
-- **host**: everything else in one pytest session, at a lower priority so the node lane,
+- **the real-node tier** (`tests/realnode`), on one stack started for it
+  (tools/testrun/node.py): first `node-shared`, its tests two at a time (pytest-xdist, each
+  worker's jobs in a namespace of its own), then `node-alone`, the tests marked `alone`
+  (they change the whole cluster: the install replaced, the hook scaled to 0, Metacontroller
+  restarted), one after another. It starts once its stack's binaries and images are built.
+- **host**: everything else in one pytest session, at a lower priority so the real node,
   the longest, comes first: the tests that need no cluster (seconds each), the rejoin harness
   (real MXNet processes, no cluster), then the KWOK tier (its own stack).
 
-Every test file belongs to exactly one lane by construction (the node lane is a directory, the
-host lane every other file), so a lane cannot lose a test; within a lane, the files whose
-components are built last by a prepare (Helm, training-operator, the gang schedulers, Kueue,
-kube-state-metrics) run last, so a cold run's first tests need not wait for them.
+Every test belongs to one lane by construction: the real node's two lanes run the same files
+with complementary markers (`-m "not alone"`, `-m alone`), the host lane every other file.
+Within a lane, the files whose components a prepare builds last (Helm, training-operator, the
+gang schedulers, Kueue, kube-state-metrics) run last, so a cold run's first tests need not wait.
 """
 
 from __future__ import annotations
@@ -40,11 +42,18 @@ LATE = (
 
 @dataclass(frozen=True)
 class Lane:
-    """One pytest session: its name, its files in order, its niceness."""
+    """One pytest session: its name, its files in order, its niceness, its selection."""
 
     name: str
     files: tuple[Path, ...]
     nice: int
+    args: tuple[str, ...] = ()
+    #: Whether it runs on the real-node stack started for the run (MXJOB_NODE_RUN).
+    on_node: bool = False
+
+
+#: How many tests of the real node run at once in `node-shared`.
+NODE_WORKERS = 2
 
 
 def late_last(files: list[Path]) -> list[Path]:
@@ -55,15 +64,17 @@ def late_last(files: list[Path]) -> list[Path]:
 
 
 def lanes() -> tuple[Lane, ...]:
-    """The node lane and the host lane over every test file of the repository."""
+    """The real node's two lanes and the host lane, over every test file of the repository."""
     every = sorted(TESTS.rglob("test_*.py"))
     node = [f for f in every if NODE_DIR in f.parents]
     kwok = [f for f in every if KWOK_DIR in f.parents]
     plain = [f for f in every if f not in node and f not in kwok and f != REJOIN]
     rejoin = [REJOIN] if REJOIN in every else []
     host = [*late_last(plain), *rejoin, *late_last(kwok)]
+    shared = ("-n", str(NODE_WORKERS), "--dist", "load", "-m", "not alone")
     return (
-        Lane("node", tuple(late_last(node)), nice=0),
+        Lane("node-shared", tuple(late_last(node)), nice=0, args=shared, on_node=True),
+        Lane("node-alone", tuple(late_last(node)), nice=0, args=("-m", "alone"), on_node=True),
         Lane("host", tuple(host), nice=5),
     )
 
