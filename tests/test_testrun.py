@@ -95,16 +95,24 @@ def test_a_step_runs_at_its_niceness() -> None:
 
 def test_every_test_runs_in_exactly_one_lane() -> None:
     every = sorted(lanes.TESTS.rglob("test_*.py"))
-    shared, alone, host = lanes.lanes()
+    by_name = {lane.name: lane for lane in lanes.lanes()}
+    alone, shared, late = by_name["node-alone"], by_name["node-shared"], by_name["node-late"]
     node = sorted(f for f in every if lanes.NODE_DIR in f.parents)
-    # The real node's two lanes: the same files, complementary markers.
-    assert sorted(shared.files) == sorted(alone.files) == node
-    assert shared.args[shared.args.index("-m") + 1] == "not alone"
-    assert alone.args[alone.args.index("-m") + 1] == "alone"
-    assert shared.on_node and alone.on_node and not host.on_node
-    # The host lane: every other file, once.
-    assert sorted(host.files) == sorted(set(every) - set(node))
-    assert len(host.files) == len(set(host.files))
+
+    def marker(lane: lanes.Lane) -> str:
+        return lane.args[lane.args.index("-m") + 1]
+
+    # The real node: its shared tests on every file, its `alone` tests on two disjoint halves.
+    assert sorted(shared.files) == node
+    assert (marker(shared), marker(alone), marker(late)) == ("not alone", "alone", "alone")
+    assert sorted([*alone.files, *late.files]) == node
+    assert not set(alone.files) & set(late.files)
+    assert (alone.stack, shared.stack, late.stack) == ("a", "b", "b")
+    # The KWOK tier and every other file, once each, on no real-node stack.
+    rest = [*by_name["kwok"].files, *by_name["host"].files]
+    assert sorted(rest) == sorted(set(every) - set(node))
+    assert len(rest) == len(set(rest))
+    assert by_name["kwok"].stack is None and by_name["host"].stack is None
 
 
 def test_files_that_need_late_builds_go_last_in_late_order() -> None:
@@ -113,11 +121,10 @@ def test_files_that_need_late_builds_go_last_in_late_order() -> None:
     assert ordered == ["test_a.py", "test_b.py", "test_helm.py", "test_kueue.py"]
 
 
-def test_the_host_lane_ends_with_the_kwok_tier_it_waits_for() -> None:
-    host = lanes.lanes()[-1].files
-    kwok = [f for f in host if lanes.KWOK_DIR in f.parents]
-    assert list(host[-len(kwok) :]) == kwok
-    assert host[-len(kwok) - 1] == lanes.REJOIN
+def test_the_host_lane_ends_with_the_rejoin_harness() -> None:
+    host = next(lane for lane in lanes.lanes() if lane.name == "host").files
+    assert host[-1] == lanes.REJOIN
+    assert not any(lanes.KWOK_DIR in f.parents or lanes.NODE_DIR in f.parents for f in host)
 
 
 @pytest.mark.parametrize(
@@ -207,3 +214,22 @@ def test_a_step_that_follows_runs_whatever_became_of_what_it_follows(tmp_path: P
     )
     assert done["more-tests"].why_not == "tests failed"
     assert done["down"].ok
+
+
+def test_each_real_node_stack_is_started_before_its_lanes_and_stopped_after(
+    tmp_path: Path,
+) -> None:
+    from tools.testrun.__main__ import lane_steps  # noqa: PLC0415 (the runner's module)
+
+    made = {s.name: s for s in lane_steps(prepare.graph(), tmp_path, [])}
+    assert made["node-up-a"].needs == prepare.NODE_NEEDS
+    assert made["lane-node-alone"].needs == ("node-up-a",)
+    assert made["lane-node-late"].after == ("lane-node-shared",)
+    assert made["node-down-a"].after == ("lane-node-alone",)
+    assert made["node-down-b"].after == ("lane-node-late",)
+    assert made["lane-node-shared"].env["MXJOB_NODE_RUN"].startswith(str(tmp_path / "node-b"))
+    assert made["lane-kwok"].needs == () and "MXJOB_NODE_RUN" not in made["lane-kwok"].env
+    # Without a prepared real node its lanes start the tier's own fixture (which skips or
+    # fails with the reason), and no stack is started for them.
+    alone = lane_steps([s for s in prepare.graph() if s.name != "images"], tmp_path, [])
+    assert not any(s.name.startswith("node-") for s in alone)

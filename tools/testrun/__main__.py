@@ -50,30 +50,29 @@ def lane_step(lane: Lane, out: Path, pytest_args: list[str], **kwargs: Any) -> s
                       ok_statuses=ok, **kwargs)  # fmt: skip
 
 
-def test_steps(graph: list[steps.Step], out: Path, pytest_args: list[str]) -> list[steps.Step]:
-    """The lanes, and where the real node's tier is prepared the stack they share: started
-    once its parts are built, stopped once its last lane ended (however it ended)."""
-    node_run = out / "node" / "run"
-    prepared = {s.name for s in graph}
-    node_tier = set(prepare.NODE_NEEDS) <= prepared
+def lane_steps(graph: list[steps.Step], out: Path, pytest_args: list[str]) -> list[steps.Step]:
+    """The lanes, and where the real node's tier is prepared the stacks they run on: each
+    started once its parts are built, its lanes one after another on it, stopped once its last
+    lane ended (however it ended)."""
+    node_tier = set(prepare.NODE_NEEDS) <= {s.name for s in graph}
     found: list[steps.Step] = []
-    if node_tier:
-        up = ("-m", "tools.testrun.node", "up", str(node_run))
-        found.append(steps.Step("node-up", steps.python(*up), needs=prepare.NODE_NEEDS,
-                                kind=steps.UNLIMITED))  # fmt: skip
-    previous: str | None = None
+    last_on: dict[str, str] = {}
     for lane in lanes():
         kwargs: dict[str, Any] = {}
-        if lane.on_node and node_tier:
-            kwargs = {"needs": ("node-up",), "env": {"MXJOB_NODE_RUN": str(node_run)}}
-        if lane.on_node and previous:
-            kwargs["after"] = (previous,)
+        if lane.stack and node_tier:
+            run_dir = out / f"node-{lane.stack}" / "run"
+            if lane.stack not in last_on:
+                up = steps.python("-m", "tools.testrun.node", "up", str(run_dir))
+                found.append(steps.Step(f"node-up-{lane.stack}", up, needs=prepare.NODE_NEEDS,
+                                        kind=steps.UNLIMITED))  # fmt: skip
+            kwargs = {"needs": (f"node-up-{lane.stack}",), "env": {"MXJOB_NODE_RUN": str(run_dir)}}
+            if lane.stack in last_on:
+                kwargs["after"] = (last_on[lane.stack],)
+            last_on[lane.stack] = f"lane-{lane.name}"
         found.append(lane_step(lane, out, pytest_args, **kwargs))
-        previous = found[-1].name if lane.on_node else previous
-    if node_tier:
-        down = ("-m", "tools.testrun.node", "down", str(node_run))
-        found.append(steps.Step("node-down", steps.python(*down), after=(str(previous),),
-                                kind=steps.UNLIMITED))  # fmt: skip
+    for stack, last in last_on.items():
+        down = steps.python("-m", "tools.testrun.node", "down", str(out / f"node-{stack}" / "run"))
+        found.append(steps.Step(f"node-down-{stack}", down, after=(last,), kind=steps.UNLIMITED))
     return found
 
 
@@ -104,7 +103,7 @@ def main(argv: list[str]) -> int:
         out = Path(tmp)
         graph = prepare.plan(cache, console)
         lint = steps.Step("lint", ("make", "-s", "--no-print-directory", "lint"), fatal=True)
-        run = [lint, *graph, *test_steps(graph, out, argv)]
+        run = [lint, *graph, *lane_steps(graph, out, argv)]
         done = steps.Runner(run, log=console, cwd=REPO).run()
         rows, executed = lane_rows(done, out)
     lines = report.table(done, cache, began, start, report.Machine.now())

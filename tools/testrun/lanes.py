@@ -1,20 +1,24 @@
 """The test lanes `make test` runs side by side, and which tests each one runs in what order.
 
-The machine's two cores are shared by (docs/testing.md, "Lanes and budgets"):
+The machine's two cores are shared by four kinds of work (docs/testing.md, "Lanes and
+budgets"), each lane a pytest session:
 
-- **the real-node tier** (`tests/realnode`), on one stack started for it
-  (tools/testrun/node.py): first `node-shared`, its tests two at a time (pytest-xdist, each
-  worker's jobs in a namespace of its own), then `node-alone`, the tests marked `alone`
-  (they change the whole cluster: the install replaced, the hook scaled to 0, Metacontroller
-  restarted), one after another. It starts once its stack's binaries and images are built.
-- **host**: everything else in one pytest session, at a lower priority so the real node,
-  the longest, comes first: the tests that need no cluster (seconds each), the rejoin harness
-  (real MXNet processes, no cluster), then the KWOK tier (its own stack).
+- **the real-node tier** (`tests/realnode`) on two stacks started for it (tools/testrun/node.py):
+  on stack `a`, the tests marked `alone` (they change the whole cluster: the install replaced,
+  the hook scaled to 0, Metacontroller restarted; each says why), one after another; on stack
+  `b`, first every other test two at a time (pytest-xdist, each worker's jobs in a namespace of
+  its own), then the `alone` tests of the files that need the components a prepare builds last
+  (training-operator, the gang schedulers, Kueue), so a cold run's stack `a` need not wait.
+  The real node starts once its stacks' binaries and images are built: the longest work first.
+- **kwok**: the KWOK tier (`tests/e2e`, its own stack), at a lower priority.
+- **host**: the tests that need no cluster (seconds each), then the rejoin harness (real MXNet
+  processes, no cluster), at a lower priority.
 
-Every test belongs to one lane by construction: the real node's two lanes run the same files
-with complementary markers (`-m "not alone"`, `-m alone`), the host lane every other file.
-Within a lane, the files whose components a prepare builds last (Helm, training-operator, the
-gang schedulers, Kueue, kube-state-metrics) run last, so a cold run's first tests need not wait.
+Every test belongs to one lane by construction: the real node's lanes run its files with
+complementary markers (`-m "not alone"` on every file; `-m alone` on SECOND_STACK on `b` and on
+the others on `a`), the KWOK lane its directory, the host lane every other file. Within a lane,
+the files whose components a prepare builds last (Helm, training-operator, the gang schedulers,
+Kueue, kube-state-metrics) run last, so a cold run's first tests need not wait for them.
 """
 
 from __future__ import annotations
@@ -38,22 +42,24 @@ LATE = (
     "test_scheduling.py",
     "test_kueue.py",
 )
+#: Real-node files whose `alone` tests run on stack `b`, after its shared tests.
+SECOND_STACK = ("test_migration.py", "test_scheduling.py")
+#: How many real-node tests run at once on stack `b`.
+NODE_WORKERS = 2
+#: The niceness of the lanes that yield to the real node's.
+YIELDING = 5
 
 
 @dataclass(frozen=True)
 class Lane:
-    """One pytest session: its name, its files in order, its niceness, its selection."""
+    """One pytest session: its name, its files in order, its niceness, its selection, and the
+    real-node stack it runs on (None: its own stack, or none), after the lanes before it there."""
 
     name: str
     files: tuple[Path, ...]
-    nice: int
+    nice: int = 0
     args: tuple[str, ...] = ()
-    #: Whether it runs on the real-node stack started for the run (MXJOB_NODE_RUN).
-    on_node: bool = False
-
-
-#: How many tests of the real node run at once in `node-shared`.
-NODE_WORKERS = 2
+    stack: str | None = None
 
 
 def late_last(files: list[Path]) -> list[Path]:
@@ -64,18 +70,20 @@ def late_last(files: list[Path]) -> list[Path]:
 
 
 def lanes() -> tuple[Lane, ...]:
-    """The real node's two lanes and the host lane, over every test file of the repository."""
+    """Every lane, over every test file of the repository."""
     every = sorted(TESTS.rglob("test_*.py"))
-    node = [f for f in every if NODE_DIR in f.parents]
-    kwok = [f for f in every if KWOK_DIR in f.parents]
+    node = late_last([f for f in every if NODE_DIR in f.parents])
+    kwok = late_last([f for f in every if KWOK_DIR in f.parents])
     plain = [f for f in every if f not in node and f not in kwok and f != REJOIN]
     rejoin = [REJOIN] if REJOIN in every else []
-    host = [*late_last(plain), *rejoin, *late_last(kwok)]
     shared = ("-n", str(NODE_WORKERS), "--dist", "load", "-m", "not alone")
+    alone = ("-m", "alone")
     return (
-        Lane("node-shared", tuple(late_last(node)), nice=0, args=shared, on_node=True),
-        Lane("node-alone", tuple(late_last(node)), nice=0, args=("-m", "alone"), on_node=True),
-        Lane("host", tuple(host), nice=5),
+        Lane("node-alone", tuple(f for f in node if f.name not in SECOND_STACK), 0, alone, "a"),
+        Lane("node-shared", tuple(node), 0, shared, "b"),
+        Lane("node-late", tuple(f for f in node if f.name in SECOND_STACK), 0, alone, "b"),
+        Lane("kwok", tuple(kwok), YIELDING),
+        Lane("host", (*late_last(plain), *rejoin), YIELDING),
     )
 
 
