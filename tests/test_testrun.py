@@ -233,3 +233,14 @@ def test_each_real_node_stack_is_started_before_its_lanes_and_stopped_after(
     # fails with the reason), and no stack is started for them.
     alone = lane_steps([s for s in prepare.graph() if s.name != "images"], tmp_path, [])
     assert not any(s.name.startswith("node-") for s in alone)
+
+
+def test_niceness_counts_across_sessions_during_the_run_and_the_setting_comes_back() -> None:
+    from tools.cluster import hoststate  # noqa: PLC0415
+
+    before = hoststate.read_sysctls((hoststate.AUTOGROUP,))
+    with hoststate.niceness_counts():
+        inside = hoststate.read_sysctls((hoststate.AUTOGROUP,))
+    assert hoststate.read_sysctls((hoststate.AUTOGROUP,)) == before
+    if before and os.access(f"/proc/sys/{hoststate.AUTOGROUP.replace('.', '/')}", os.W_OK):
+        assert inside == {hoststate.AUTOGROUP: "0"}

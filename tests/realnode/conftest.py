@@ -50,6 +50,7 @@ def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
                         "--ignore-not-found")  # fmt: skip
         _create_workloads(running)
         yield running
+        running.disown()
         return
     # The values before any stack changed them: unknown if another stack holds them now.
     sysctls = None if hoststate.holders() else hoststate.read_sysctls()

@@ -126,7 +126,7 @@ def token(cluster: Node, account: str, namespace: str) -> str:
 
 def test_ttl_controller_token_deletes_mxjobs_and_nothing_else(cluster: Node) -> None:
     ttl = token(cluster, "mxjob-ttl-controller", HOOK_NAMESPACE)
-    jobs = "/apis/kubeflow.org/v1/namespaces/default/mxjobs"
+    jobs = f"/apis/kubeflow.org/v1/namespaces/{NAMESPACE}/mxjobs"
     cluster.apply(waiting_job(cluster, "expired", workers=1))
     assert api(cluster, ttl, "GET", "/apis/kubeflow.org/v1/mxjobs")[0] == 200
     assert api(cluster, ttl, "GET", f"{jobs}/expired")[0] == 200
@@ -138,7 +138,7 @@ def test_ttl_controller_token_deletes_mxjobs_and_nothing_else(cluster: Node) -> 
     assert code == 403, body
     assert cluster.stack.kubectl("get", "pod", "-n", "metacontroller", "metacontroller-0")
     assert api(cluster, ttl, "GET", f"/api/v1/namespaces/{HOOK_NAMESPACE}/secrets")[0] == 403
-    assert api(cluster, ttl, "GET", "/api/v1/namespaces/default/configmaps")[0] == 403
+    assert api(cluster, ttl, "GET", f"/api/v1/namespaces/{NAMESPACE}/configmaps")[0] == 403
     assert api(cluster, ttl, "POST", f"{jobs}", waiting_job(cluster, "smuggled"))[0] == 403
     assert api(cluster, ttl, "DELETE", f"{jobs}/expired")[0] == 200
     cluster.wait_gone("mxjob", "expired")
@@ -308,10 +308,11 @@ def test_aggregated_role_grants_the_children_and_nothing_more(
             {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "least-probe"}},
         ),
     ):
-        code, body = api(cluster, bearer, "POST", f"/api/v1/namespaces/default/{kind}{dry}", obj)
+        here = f"/api/v1/namespaces/{NAMESPACE}/{kind}"
+        code, body = api(cluster, bearer, "POST", f"{here}{dry}", obj)
         assert code == 201, (kind, body)
         # Authorized, then not found: the delete was allowed to look.
-        code, body = api(cluster, bearer, "DELETE", f"/api/v1/namespaces/default/{kind}/none{dry}")
+        code, body = api(cluster, bearer, "DELETE", f"{here}/none{dry}")
         assert code == 404, (kind, body)
     for verb in ("get", "list", "watch", "update"):
         assert allowed(cluster, bearer, verb, "kubeflow.org", "mxjobs"), verb
@@ -333,11 +334,12 @@ def test_aggregated_role_grants_the_children_and_nothing_more(
         for verb in ("create", "delete", "watch"):
             assert allowed(cluster, bearer, verb, group, "podgroups"), (group, verb)
     # Outside the role: 403 from real calls.
-    assert api(cluster, bearer, "GET", "/api/v1/namespaces/default/secrets")[0] == 403
-    assert api(cluster, bearer, "GET", "/apis/apps/v1/namespaces/default/deployments")[0] == 403
+    assert api(cluster, bearer, "GET", f"/api/v1/namespaces/{NAMESPACE}/secrets")[0] == 403
+    deployments = f"/apis/apps/v1/namespaces/{NAMESPACE}/deployments"
+    assert api(cluster, bearer, "GET", deployments)[0] == 403
     assert api(cluster, bearer, "GET", "/api/v1/nodes")[0] == 403
     assert (
-        api(cluster, bearer, "POST", f"/api/v1/namespaces/default/pods/x/eviction{dry}", {})[0]
+        api(cluster, bearer, "POST", f"/api/v1/namespaces/{NAMESPACE}/pods/x/eviction{dry}", {})[0]
         == 403
     )
 

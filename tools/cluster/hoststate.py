@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from tools.cluster.build import locked
@@ -97,3 +99,23 @@ def holders(state_dir: Path = STATE_DIR) -> list[str]:
 
 def _list(value: object) -> list[str]:
     return [str(v) for v in value] if isinstance(value, list) else []
+
+
+#: The scheduler's grouping of processes by session (CONFIG_SCHED_AUTOGROUP). While it is on,
+#: niceness counts only between the processes of one session, and every step of `make test` (a
+#: Go build, a lane, each component of a stack) runs in a session of its own.
+AUTOGROUP = "kernel.sched_autogroup_enabled"
+
+
+@contextmanager
+def niceness_counts() -> Iterator[None]:
+    """For the block, niceness counts across sessions (autogroup off, where the kernel has it
+    and this process may write it), so the lanes the run waits on come before the builds and
+    tests that yield to them; the setting is put back after, however the block ends."""
+    before = read_sysctls((AUTOGROUP,))
+    if before.get(AUTOGROUP, "0") != "0":
+        write_sysctls({AUTOGROUP: "0"})
+    try:
+        yield
+    finally:
+        write_sysctls(before)

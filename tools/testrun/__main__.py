@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from tools import steps
-from tools.cluster import build, prepare, report
+from tools.cluster import build, hoststate, prepare, report
 from tools.testrun import results
 from tools.testrun.lanes import REPO, Lane, lanes
 
@@ -104,7 +104,8 @@ def main(argv: list[str]) -> int:
         graph = prepare.plan(cache, console)
         lint = steps.Step("lint", ("make", "-s", "--no-print-directory", "lint"), fatal=True)
         run = [lint, *graph, *lane_steps(graph, out, argv)]
-        done = steps.Runner(run, log=console, cwd=REPO).run()
+        with hoststate.niceness_counts():
+            done = steps.Runner(run, log=console, cwd=REPO).run()
         rows, executed = lane_rows(done, out)
     lines = report.table(done, cache, began, start, report.Machine.now())
     at = lines.index(next(line for line in lines if line.startswith("whole run")))

@@ -21,6 +21,8 @@ from tools.testrun.lanes import REPO
 
 #: What the host's sysctls were before the stack (beside, not in, its run directory).
 BEFORE = "host-before.json"
+#: Seconds each process gets after SIGTERM: nothing is left to finish once the lanes ended.
+GRACE = 3.0
 
 
 def log(line: str) -> None:
@@ -48,7 +50,7 @@ def down(run_dir: Path) -> int:
         log(f"no stack in {run_dir}")
         return 0
     netns = stack.node.netns if stack.node else None
-    stack.stop(remove=True)
+    stack.stop(remove=True, grace=GRACE)
     problems = []
     if netns and (NETNS_DIR / netns).exists():
         problems.append(f"network namespace {netns} is still there")
