@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tools import steps
-from tools.cluster import build, node, prepare, report
+from tools.cluster import build, hoststate, node, prepare, report
 from tools.testrun import lanes, results
 
 
@@ -236,8 +236,6 @@ def test_each_real_node_stack_is_started_before_its_lanes_and_stopped_after(
 
 
 def test_niceness_counts_across_sessions_during_the_run_and_the_setting_comes_back() -> None:
-    from tools.cluster import hoststate  # noqa: PLC0415
-
     before = hoststate.read_sysctls((hoststate.AUTOGROUP,))
     with hoststate.niceness_counts():
         inside = hoststate.read_sysctls((hoststate.AUTOGROUP,))
