@@ -53,15 +53,23 @@ def _component(name: str) -> Component:
 
 
 def graph(*, go: bool = True, node_tier: bool = True) -> list[steps.Step]:
-    """The prepare's steps, in priority order: the Go builds where Go can build them, the
-    packages and images where a real node can run."""
+    """The prepare's steps, in priority order: what a stack runs first (its downloads, then the
+    images, whose build waits on downloads too, then its compiles), then what single tests
+    need. The Go builds where Go can build them, the packages and images where a real node can
+    run."""
     wanted = BUILD_ORDER if go else ()
     stack_parts = (*build.KWOK_STACK, *build.NODE_STACK)
+    fetches = [_step(f"fetch-{c.name}", kind=steps.NETWORK) for c in wanted]
+    first = sum(1 for c in wanted if c in stack_parts)
     graph_: list[steps.Step] = []
     if node_tier:
         graph_.append(_step("packages", kind=steps.NETWORK))
+    graph_ += fetches[:first]
+    if node_tier:
+        # Mostly downloads (Debian packages, wheels inside the builds): beside two compiles.
+        graph_.append(_step("images", needs=("packages",), kind=steps.NETWORK))
     graph_.append(_step("mxnet", kind=steps.NETWORK))
-    graph_ += [_step(f"fetch-{c.name}", kind=steps.NETWORK) for c in wanted]
+    graph_ += fetches[first:]
     graph_ += [
         _step(
             f"build-{c.name}",
@@ -71,8 +79,6 @@ def graph(*, go: bool = True, node_tier: bool = True) -> list[steps.Step]:
         for c in wanted
     ]
     if node_tier:
-        # Mostly downloads (Debian packages, wheels inside the builds): beside two compiles.
-        graph_.append(_step("images", needs=("packages",), kind=steps.NETWORK))
         graph_.append(
             _step(
                 "image-metacontroller",

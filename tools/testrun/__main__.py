@@ -102,7 +102,8 @@ def main(argv: list[str]) -> int:
     with tempfile.TemporaryDirectory(prefix="mxjob-testrun-") as tmp:
         out = Path(tmp)
         graph = prepare.plan(cache, console)
-        lint = steps.Step("lint", ("make", "-s", "--no-print-directory", "lint"), fatal=True)
+        lint = steps.Step("lint", ("make", "-s", "--no-print-directory", "lint"), fatal=True,
+                          kind=steps.UNLIMITED)  # fmt: skip
         run = [lint, *graph, *lane_steps(graph, out, argv)]
         with hoststate.niceness_counts():
             done = steps.Runner(run, log=console, cwd=REPO).run()
