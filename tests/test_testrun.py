@@ -109,10 +109,11 @@ def test_every_test_runs_in_exactly_one_lane() -> None:
     assert not set(alone.files) & set(late.files)
     assert (alone.stack, shared.stack, late.stack) == ("a", "b", "b")
     # The KWOK tier and every other file, once each, on no real-node stack.
-    rest = [*by_name["kwok"].files, *by_name["host"].files]
+    rest = [*by_name["kwok"].files, *by_name["host"].files, *by_name["rejoin"].files]
     assert sorted(rest) == sorted(set(every) - set(node))
     assert len(rest) == len(set(rest))
-    assert by_name["kwok"].stack is None and by_name["host"].stack is None
+    assert by_name["rejoin"].files == (lanes.REJOIN,)
+    assert not any(by_name[name].stack for name in ("kwok", "host", "rejoin"))
 
 
 def test_files_that_need_late_builds_go_last_in_late_order() -> None:
@@ -121,10 +122,10 @@ def test_files_that_need_late_builds_go_last_in_late_order() -> None:
     assert ordered == ["test_a.py", "test_b.py", "test_helm.py", "test_kueue.py"]
 
 
-def test_the_host_lane_ends_with_the_rejoin_harness() -> None:
-    host = next(lane for lane in lanes.lanes() if lane.name == "host").files
-    assert host[-1] == lanes.REJOIN
-    assert not any(lanes.KWOK_DIR in f.parents or lanes.NODE_DIR in f.parents for f in host)
+def test_the_rejoin_harness_runs_after_the_host_lane_ahead_of_everything_else() -> None:
+    rejoin = next(lane for lane in lanes.lanes() if lane.name == "rejoin")
+    assert rejoin.follows == "host"
+    assert rejoin.nice < min(lane.nice for lane in lanes.lanes() if lane.name != "rejoin")
 
 
 @pytest.mark.parametrize(
@@ -229,6 +230,7 @@ def test_each_real_node_stack_is_started_before_its_lanes_and_stopped_after(
     assert made["node-down-b"].after == ("lane-node-late",)
     assert made["lane-node-shared"].env["MXJOB_NODE_RUN"].startswith(str(tmp_path / "node-b"))
     assert made["lane-kwok"].needs == () and "MXJOB_NODE_RUN" not in made["lane-kwok"].env
+    assert made["lane-rejoin"].after == ("lane-host",)
     # Without a prepared real node its lanes start the tier's own fixture (which skips or
     # fails with the reason), and no stack is started for them.
     alone = lane_steps([s for s in prepare.graph() if s.name != "images"], tmp_path, [])

@@ -69,6 +69,8 @@ def lane_steps(graph: list[steps.Step], out: Path, pytest_args: list[str]) -> li
             if lane.stack in last_on:
                 kwargs["after"] = (last_on[lane.stack],)
             last_on[lane.stack] = f"lane-{lane.name}"
+        if lane.follows:
+            kwargs["after"] = (f"lane-{lane.follows}",)
         found.append(lane_step(lane, out, pytest_args, **kwargs))
     for stack, last in last_on.items():
         down = steps.python("-m", "tools.testrun.node", "down", str(out / f"node-{stack}" / "run"))

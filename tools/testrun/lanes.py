@@ -11,12 +11,16 @@ budgets"), each lane a pytest session:
   (training-operator, the gang schedulers, Kueue), so a cold run's stack `a` need not wait.
   The real node starts once its stacks' binaries and images are built: the longest work first.
 - **kwok**: the KWOK tier (`tests/e2e`, its own stack), at a lower priority.
-- **host**: the tests that need no cluster (seconds each), then the rejoin harness (real MXNet
-  processes, no cluster), at a lower priority.
+- **host**: the tests that need no cluster (seconds each), at a lower priority.
+- **rejoin**: once the host lane is done, the rejoin harness (real MXNet processes, no
+  cluster) at a higher priority than anything else: ps-lite's heartbeats and the harness's own
+  hang timeout are real seconds, and a harness starved by a compile hung in a cold run (three
+  failures under a load of 30) where a real cluster would not have.
 
 Every test belongs to one lane by construction: the real node's lanes run its files with
 complementary markers (`-m "not alone"` on every file; `-m alone` on SECOND_STACK on `b` and on
-the others on `a`), the KWOK lane its directory, the host lane every other file. Within a lane,
+the others on `a`), the KWOK lane its directory, the rejoin lane its file, the host lane every
+other file. Within a lane,
 the files whose components a prepare builds last (Helm, training-operator, the gang schedulers,
 Kueue, kube-state-metrics) run last, so a cold run's first tests need not wait for them.
 """
@@ -48,18 +52,22 @@ SECOND_STACK = ("test_migration.py", "test_scheduling.py")
 NODE_WORKERS = 2
 #: The niceness of the lanes that yield to the real node's.
 YIELDING = 5
+#: The rejoin harness's: ahead of every other step (root may lower it; others get 0).
+PROMPT = -5
 
 
 @dataclass(frozen=True)
 class Lane:
-    """One pytest session: its name, its files in order, its niceness, its selection, and the
-    real-node stack it runs on (None: its own stack, or none), after the lanes before it there."""
+    """One pytest session: its name, its files in order, its niceness, its selection, the
+    real-node stack it runs on (None: its own stack, or none), after the lanes before it there,
+    and the lane it follows (None: it starts at once, or once its stack is up)."""
 
     name: str
     files: tuple[Path, ...]
     nice: int = 0
     args: tuple[str, ...] = ()
     stack: str | None = None
+    follows: str | None = None
 
 
 def late_last(files: list[Path]) -> list[Path]:
@@ -83,7 +91,8 @@ def lanes() -> tuple[Lane, ...]:
         Lane("node-shared", tuple(node), 0, shared, "b"),
         Lane("node-late", tuple(f for f in node if f.name in SECOND_STACK), 0, alone, "b"),
         Lane("kwok", tuple(kwok), YIELDING),
-        Lane("host", (*late_last(plain), *rejoin), YIELDING),
+        Lane("host", tuple(late_last(plain)), YIELDING),
+        Lane("rejoin", tuple(rejoin), PROMPT, follows="host"),
     )
 
 
