@@ -2,7 +2,9 @@
 
 A `Step` is one command (a Go build, an image build, a lane of tests) with the steps it needs.
 `run` starts every step whose needs have succeeded, at most `cpu_slots` CPU-bound and
-`network_slots` network-bound at once, in the order given (the order is the priority), and
+`network_slots` network-bound at once, in the order given (the order is the priority; on two
+cores three compiles at once fill the gaps a build leaves while it links, and niceness decides
+who gets the CPU), and
 never limits a step marked `unlimited` (a lane of tests). Each finished step is recorded with
 its wall time and the CPU seconds of its process and everything it waited for (`os.wait4`), so
 a figure taken on a busy machine can be told from one taken alone. Standard library only:
@@ -75,7 +77,7 @@ class Runner:
 
     steps: Sequence[Step]
     log: Log = print
-    cpu_slots: int = 2
+    cpu_slots: int = 3
     network_slots: int = 3
     cwd: Path | None = None
     done: dict[str, Done] = field(default_factory=dict)
