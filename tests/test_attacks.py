@@ -142,8 +142,9 @@ def test_a_review_of_more_stashes_than_an_object_holds_fails_whole() -> None:
     result = answer(many, v1_spec_schema())["response"]
     assert result["convertedObjects"] == []
     assert result["result"]["status"] == "Failure"
-    assert f"whose {V1_FIELDS} must be checked, over the {MAX_CHECKED_BYTES}" in (
-        result["result"]["message"]
+    assert (
+        f"whose {V1_FIELDS} must be checked, over the {MAX_CHECKED_BYTES}"
+        in (result["result"]["message"])
     )
     fewer = parse_review(review(V1, *jobs[: count - 1]))
     assert answer(fewer, v1_spec_schema())["response"]["result"] == {"status": "Success"}
