@@ -13,10 +13,9 @@ import subprocess
 from collections.abc import Callable, Iterator
 
 import pytest
-import yaml
 
 from tests.builders import replica
-from tests.e2e.conftest import NAMESPACE, REPO, Cluster, wait_for
+from tests.e2e.conftest import NAMESPACE, Cluster, installed_policy, wait_for
 from tests.e2e.test_lifecycle import job
 from tests.e2e.test_run_policy import _run_to_success, state
 
@@ -28,31 +27,16 @@ EVENTS_ACCOUNT = "system:serviceaccount:mxjob-system:mxjob-events"
 EVENTS_REFUSAL = "the Events component may only tell the story of an MXJob of the Event's namespace"
 
 
-def installed_policy(cluster: Cluster, name: str) -> Iterator[None]:
-    """The install's ValidatingAdmissionPolicy `name` and its binding, applied, then deleted."""
-    built = cluster.kubectl("kustomize", str(REPO / "manifests" / "overlays" / "standard")).stdout
-    policy = [
-        d
-        for d in yaml.safe_load_all(built)
-        if d and d["kind"].startswith("ValidatingAdmissionPolicy") and d["metadata"]["name"] == name
-    ]
-    assert len(policy) == 2
-    text = "\n---\n".join(yaml.safe_dump(d) for d in policy)
-    cluster.kubectl("apply", "-f", "-", stdin=text)
-    try:
-        yield
-    finally:
-        cluster.kubectl("delete", "-f", "-", "--ignore-not-found", stdin=text)
-
-
 @pytest.fixture
 def ttl_policy(cluster: Cluster) -> Iterator[None]:
-    yield from installed_policy(cluster, "mxjob-ttl-controller")
+    with installed_policy(cluster, "mxjob-ttl-controller"):
+        yield
 
 
 @pytest.fixture
 def events_policy(cluster: Cluster) -> Iterator[None]:
-    yield from installed_policy(cluster, "mxjob-events")
+    with installed_policy(cluster, "mxjob-events"):
+        yield
 
 
 def until_refused(refused: Callable[[], bool]) -> None:

@@ -27,7 +27,7 @@ from certs.controller import patch_bundle
 from component.kube import api_client
 from hooks.core.conversion.versions import V1_FIELDS
 from tests.conversion_cases import OLD_EXAMPLES
-from tests.e2e.conftest import NAMESPACE, REPO, Cluster, wait_for
+from tests.e2e.conftest import NAMESPACE, REPO, Cluster, installed_policy, wait_for
 from tools.cluster.stack import tcp_open
 from tools.ports import free_port
 
@@ -352,24 +352,8 @@ KEEPER = "system:serviceaccount:mxjob-system:mxjob-certs"
 @pytest.fixture
 def keeper_policy(cluster: Cluster) -> Iterator[None]:
     """The ValidatingAdmissionPolicy of the conversion Component (and its binding), as built."""
-    built = cluster.kubectl("kustomize", str(REPO / "manifests" / "overlays" / "standard")).stdout
-    policy = [
-        d
-        for d in yaml.safe_load_all(built)
-        if d
-        and d["kind"].startswith("ValidatingAdmissionPolicy")
-        and d["metadata"]["name"] == "mxjob-certs"
-    ]
-    assert {d["kind"] for d in policy} == {
-        "ValidatingAdmissionPolicy",
-        "ValidatingAdmissionPolicyBinding",
-    }
-    text = "\n---\n".join(yaml.safe_dump(d) for d in policy)
-    cluster.kubectl("apply", "-f", "-", stdin=text)
-    try:
+    with installed_policy(cluster, "mxjob-certs"):
         yield
-    finally:
-        cluster.kubectl("delete", "-f", "-", "--ignore-not-found", stdin=text)
 
 
 def as_keeper(cluster: Cluster, patch: dict[str, Any]) -> subprocess.CompletedProcess[str]:
