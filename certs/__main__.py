@@ -2,11 +2,14 @@
 
     python -m certs [--interval SECONDS] [--once] [--kubeconfig PATH]
 
-Environment: CERTS_NAMESPACE (mxjob-system), CERTS_SECRET (mxjob-convert-tls), CERTS_SERVICE
-(mxjob-convert: the certificate is for `<service>.<namespace>.svc` and its `.cluster.local`
-form), CERTS_DNS_NAMES (comma-separated names instead of the service's, for a webhook the API
-server calls by URL), CERTS_CRD (mxjobs.kubeflow.org), CERTS_INTERVAL_SECONDS (60),
-KUBECONFIG, LOG_LEVEL.
+Environment: CERTS_NAMESPACE (mxjob-system), CERTS_CA_SECRET (mxjob-convert-ca: the CA, the
+keeper's alone), CERTS_SERVING_SECRET (mxjob-convert-serving: the serving pair the webhook's pods
+mount), CERTS_LEGACY_SECRET (mxjob-convert-tls: the single Secret of an install before the
+split, read while the CA Secret is empty), CERTS_SERVICE (mxjob-convert: the certificate is for
+`<service>.<namespace>.svc` and its `.cluster.local` form), CERTS_DNS_NAMES (comma-separated
+names instead of the service's, for a webhook the API server calls by URL), CERTS_CRD
+(mxjobs.kubeflow.org), CERTS_INTERVAL_SECONDS (60), KUBECONFIG, LOG_LEVEL. Both Secrets must
+exist: the install ships them, and the keeper creates none.
 `--once` runs one pass and exits 1 if it failed. SIGTERM and SIGINT end the loop.
 """
 
@@ -28,7 +31,9 @@ def target_from_env() -> controller.Target:
     names = [n.strip() for n in (os.environ.get("CERTS_DNS_NAMES") or "").split(",") if n.strip()]
     return controller.Target(
         namespace=namespace,
-        secret=os.environ.get("CERTS_SECRET") or "mxjob-convert-tls",
+        ca_secret=os.environ.get("CERTS_CA_SECRET") or "mxjob-convert-ca",
+        serving_secret=os.environ.get("CERTS_SERVING_SECRET") or "mxjob-convert-serving",
+        legacy_secret=os.environ.get("CERTS_LEGACY_SECRET") or "mxjob-convert-tls",
         dns_names=tuple(names)
         or (f"{service}.{namespace}.svc", f"{service}.{namespace}.svc.cluster.local"),
         crd=os.environ.get("CERTS_CRD") or "mxjobs.kubeflow.org",

@@ -1,5 +1,5 @@
-"""The conversion webhook's certificates: what the Secret should hold now, decided from what it
-holds (docs/api.md#the-conversion-webhooks-certificate).
+"""The conversion webhook's certificates: what the keeper should hold now (a CA and a serving
+pair), decided from what it holds (docs/api.md#the-conversion-webhooks-certificate).
 
 A CA of our own signs the serving certificate, so renewing the serving certificate (yearly)
 leaves the CRD's `caBundle` alone; only a CA renewal (after nine of its ten years) changes the
@@ -19,8 +19,10 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-#: The Secret's keys: `tls.*` is what the webhook server mounts, `ca.*` what signs and trusts.
+#: The keys of what is kept: `ca.*` what signs and trusts (the keeper's alone), `tls.*` the
+#: serving pair the webhook's pods mount; each part has a Secret of its own (certs.controller).
 CA_CERT, CA_KEY, TLS_CERT, TLS_KEY = "ca.crt", "ca.key", "tls.crt", "tls.key"
+CA_KEYS, SERVING_KEYS = (CA_CERT, CA_KEY), (TLS_CERT, TLS_KEY)
 CA_LIFETIME = datetime.timedelta(days=3650)
 CA_RENEW_BEFORE = datetime.timedelta(days=365)
 SERVING_LIFETIME = datetime.timedelta(days=365)
@@ -31,7 +33,7 @@ BACKDATE = datetime.timedelta(minutes=5)
 
 @dataclass(frozen=True)
 class Plan:
-    """The Secret's data to write (None: keep it) and why, in words for the log."""
+    """The data to hold (None: keep it) and why, in words for the log."""
 
     data: dict[str, bytes] | None
     reason: str
@@ -40,7 +42,8 @@ class Plan:
 def plan(
     data: Mapping[str, bytes] | None, dns_names: Sequence[str], now: datetime.datetime
 ) -> Plan:
-    """What the Secret should hold at `now` for a server known by `dns_names`."""
+    """What the keeper should hold at `now` (the CA and the serving pair, by CA_KEYS and
+    SERVING_KEYS) for a server known by `dns_names`."""
     ca = _read_ca(data or {})
     if ca is None:
         return Plan(_issue(_new_ca(now), (), dns_names, now), "no readable CA yet: a new one")
@@ -134,8 +137,8 @@ def _issue(
     dns_names: Sequence[str],
     now: datetime.datetime,
 ) -> dict[str, bytes]:
-    """The Secret's data: `ca` (with `older` CAs after it in the bundle) and a serving
-    certificate for `dns_names` that it signs."""
+    """What is held: `ca` (with `older` CAs after it in the bundle) and a serving certificate
+    for `dns_names` that it signs."""
     ca_cert, ca_key = ca
     key = ec.generate_private_key(ec.SECP256R1())
     subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, dns_names[0])])

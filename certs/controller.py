@@ -1,16 +1,28 @@
-"""One pass of the certificate keeper: the Secret as `certs.authority` plans it, then the CRD's
-`caBundle` equal to the Secret's CA bundle.
+"""One pass of the certificate keeper: the CA and the serving pair as `certs.authority` plans
+them, each in a Secret of its own, then the CRD's `caBundle` equal to the CA bundle.
 
-Polling, like the TTL loop: two GETs a pass, and a write only when something is due or drifted
+Two Secrets, both shipped by the install (manifests/components/conversion, the Helm chart), so
+the keeper creates nothing: a keeper that may create Secrets could create a service-account
+token Secret, which the token controller fills with another component's token. The CA Secret
+(`mxjob-convert-ca`: `ca.crt`, `ca.key`) is read by the keeper alone; the serving Secret
+(`mxjob-convert-serving`: `tls.crt`, `tls.key`) is what the webhook's pods mount. Each is written
+by a JSON patch of its `data` alone, tested against the resourceVersion read, so two keepers
+racing cannot both win (the loser sees the winner's Secret on its next pass) and the labels and
+annotations of whoever applied it (kubectl, Helm) stay.
+
+An install of before the split kept both in one Secret, `mxjob-convert-tls`: while the CA Secret
+is empty, the keeper takes the CA and the serving pair from it, so an upgraded install keeps the
+CA the CRD trusts and the pods still serving the old Secret keep converting.
+
+Polling, like the TTL loop: three GETs a pass, and a write only when something is due or drifted
 (a CRD re-applied from a file without `caBundle` keeps ours under both client- and server-side
-apply, but a `kubectl replace` would drop it). A Secret is written with its resourceVersion, so
-two keepers racing cannot both win; the loser sees the winner's Secret on its next pass. The CRD
-is read before the Secret and patched only if it is still the one read (a JSON patch `test` of
-its resourceVersion): a keeper whose Secret is stale finds the CRD patched by the one that
-rotated it since, and its patch is refused instead of undoing the rotation. The keeper never adds
-a conversion webhook to a CRD that has none: the install says whether the old versions are
-served; and a ValidatingAdmissionPolicy lets its account change nothing of the CRD but
-`caBundle` (manifests/components/conversion/certs.yaml).
+apply, but a `kubectl replace` would drop it). The CRD is read before the Secrets and patched
+only if it is still the one read (a JSON patch `test` of its resourceVersion): a keeper whose
+Secrets are stale finds the CRD patched by the one that rotated it since, and its patch is
+refused instead of undoing the rotation. The keeper never adds a conversion webhook to a CRD
+that has none: the install says whether the old versions are served; and a
+ValidatingAdmissionPolicy lets its account change nothing of the CRD but `caBundle`
+(manifests/components/conversion/certs.yaml).
 """
 
 import base64
@@ -24,7 +36,7 @@ from typing import Any
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from certs.authority import CA_CERT, plan
+from certs.authority import CA_CERT, CA_KEYS, SERVING_KEYS, plan
 
 LOG = logging.getLogger("certs")
 HTTP_NOT_FOUND = 404
@@ -34,31 +46,57 @@ _BUNDLE_PATH = "/spec/conversion/webhook/clientConfig/caBundle"
 
 @dataclass(frozen=True)
 class Target:
-    """Where the certificate goes: the Secret the webhook's pods mount, the names they are
+    """Where the certificates go: the Secrets of the CA and of the serving pair (the one the
+    webhook's pods mount), the single Secret of an earlier install, the names the pods are
     called by, and the CRD whose conversion webhook they serve."""
 
     namespace: str
-    secret: str
+    ca_secret: str
+    serving_secret: str
+    legacy_secret: str
     dns_names: Sequence[str]
     crd: str
 
 
+class MissingSecretError(LookupError):
+    """A Secret the install ships is not there: the keeper creates none."""
+
+
 def run_once(api: client.ApiClient, target: Target, now: datetime) -> list[str]:
-    """Bring the Secret and the CRD up to date; what was written, in words."""
+    """Bring the Secrets and the CRD up to date; what was written, in words."""
     core, ext = client.CoreV1Api(api), client.ApiextensionsV1Api(api)
-    done = []
     # First the CRD: a bundle another keeper writes from here on changes its resourceVersion.
     crd = ext.read_custom_resource_definition(target.crd, _request_timeout=REQUEST_TIMEOUT_SECONDS)
-    secret = _read_secret(core, target)
-    data = {k: base64.b64decode(v) for k, v in ((secret.data if secret else None) or {}).items()}
-    decided = plan(data or None, target.dns_names, now)
-    if decided.data is not None:
-        _write_secret(core, target, secret, decided.data)
-        data = decided.data
-        done.append(f"secret {target.namespace}/{target.secret}: {decided.reason}")
-    if patch_bundle(ext, target.crd, crd, data[CA_CERT]):
+    secrets = [
+        (name, _shipped(core, target.namespace, name), keys)
+        for name, keys in ((target.ca_secret, CA_KEYS), (target.serving_secret, SERVING_KEYS))
+    ]
+    held, why = _held(core, target, secrets)
+    decided = plan(held, target.dns_names, now)
+    wanted = decided.data if decided.data is not None else held
+    done = [
+        f"secret {target.namespace}/{name}: {decided.reason if decided.data else why}"
+        for name, secret, keys in secrets
+        if _write(core, target.namespace, name, secret, {k: wanted[k] for k in keys if k in wanted})
+    ]
+    if patch_bundle(ext, target.crd, crd, wanted[CA_CERT]):
         done.append(f"crd {target.crd}: caBundle set")
     return done
+
+
+Shipped = list[tuple[str, client.V1Secret, tuple[str, str]]]
+
+
+def _held(core: client.CoreV1Api, target: Target, secrets: Shipped) -> tuple[dict[str, bytes], str]:
+    """What the shipped Secrets hold, or while the CA's is empty what the single Secret of an
+    earlier install holds, and where that came from in words."""
+    held = {key: value for _, secret, keys in secrets for key, value in _data(secret, keys).items()}
+    if any(key in held for key in CA_KEYS):
+        return held, ""
+    legacy = _data(_read(core, target.namespace, target.legacy_secret), (*CA_KEYS, *SERVING_KEYS))
+    if not any(key in legacy for key in CA_KEYS):
+        return held, ""
+    return legacy, f"taken from {target.legacy_secret} (the single Secret of an earlier install)"
 
 
 def run(api: client.ApiClient, target: Target, interval: float, stop: threading.Event) -> None:
@@ -72,10 +110,10 @@ def run(api: client.ApiClient, target: Target, interval: float, stop: threading.
         stop.wait(interval)
 
 
-def _read_secret(core: client.CoreV1Api, target: Target) -> client.V1Secret | None:
+def _read(core: client.CoreV1Api, namespace: str, name: str) -> client.V1Secret | None:
     try:
         secret: client.V1Secret = core.read_namespaced_secret(
-            target.secret, target.namespace, _request_timeout=REQUEST_TIMEOUT_SECONDS
+            name, namespace, _request_timeout=REQUEST_TIMEOUT_SECONDS
         )
     except ApiException as exc:
         if exc.status == HTTP_NOT_FOUND:
@@ -84,32 +122,41 @@ def _read_secret(core: client.CoreV1Api, target: Target) -> client.V1Secret | No
     return secret
 
 
-def _write_secret(
+def _shipped(core: client.CoreV1Api, namespace: str, name: str) -> client.V1Secret:
+    """A Secret the install ships; raises MissingSecretError when it is not there."""
+    secret = _read(core, namespace, name)
+    if secret is None:
+        raise MissingSecretError(
+            f"secret {namespace}/{name} is missing: the install ships it (empty) and the keeper "
+            "creates no Secret; apply the install again"
+        )
+    return secret
+
+
+def _data(secret: client.V1Secret | None, keys: Sequence[str]) -> dict[str, bytes]:
+    """The Secret's values of `keys`, decoded (those it has)."""
+    data = secret.data if secret is not None and secret.data else {}
+    return {key: base64.b64decode(value) for key, value in data.items() if key in keys}
+
+
+def _write(
     core: client.CoreV1Api,
-    target: Target,
-    existing: client.V1Secret | None,
+    namespace: str,
+    name: str,
+    secret: client.V1Secret,
     data: dict[str, bytes],
-) -> None:
-    body = client.V1Secret(
-        metadata=client.V1ObjectMeta(
-            name=target.secret,
-            namespace=target.namespace,
-            labels={"app.kubernetes.io/part-of": "mxjob", "app.kubernetes.io/component": "certs"},
-            resource_version=existing.metadata.resource_version
-            if existing and existing.metadata
-            else None,
-        ),
-        type="kubernetes.io/tls",
-        data={k: base64.b64encode(v).decode() for k, v in data.items()},
-    )
-    if existing is None:
-        core.create_namespaced_secret(
-            target.namespace, body, _request_timeout=REQUEST_TIMEOUT_SECONDS
-        )
-    else:
-        core.replace_namespaced_secret(
-            target.secret, target.namespace, body, _request_timeout=REQUEST_TIMEOUT_SECONDS
-        )
+) -> bool:
+    """Set the Secret's data to `data` unless it holds that already, if it is still the Secret
+    read (a 422 otherwise); nothing else of it changes."""
+    if _data(secret, list(secret.data or {})) == data:
+        return False
+    encoded = {key: base64.b64encode(value).decode() for key, value in data.items()}
+    patch: list[dict[str, Any]] = [
+        {"op": "test", "path": "/metadata/resourceVersion", "value": _version(secret)},
+        {"op": "add", "path": "/data", "value": encoded},
+    ]
+    core.patch_namespaced_secret(name, namespace, patch, _request_timeout=REQUEST_TIMEOUT_SECONDS)
+    return True
 
 
 def patch_bundle(
@@ -129,10 +176,13 @@ def patch_bundle(
     client_config = conversion.webhook.client_config
     if client_config is not None and client_config.ca_bundle == wanted:
         return False
-    version = crd.metadata.resource_version if crd.metadata else None
     patch: list[dict[str, Any]] = [
-        {"op": "test", "path": "/metadata/resourceVersion", "value": version},
+        {"op": "test", "path": "/metadata/resourceVersion", "value": _version(crd)},
         {"op": "add", "path": _BUNDLE_PATH, "value": wanted},
     ]
     ext.patch_custom_resource_definition(name, patch, _request_timeout=REQUEST_TIMEOUT_SECONDS)
     return True
+
+
+def _version(obj: client.V1Secret | client.V1CustomResourceDefinition) -> str | None:
+    return obj.metadata.resource_version if obj.metadata else None

@@ -8,6 +8,7 @@ log line. The cyclic garbage collector is paused while a body is decoded and ans
 
 import contextlib
 import gc
+import threading
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
@@ -59,23 +60,39 @@ class NotAConversionReviewError(UnprocessableEntity):
         self.reference = {"uid": uid if isinstance(uid, str) else None}
 
 
-@contextlib.contextmanager
-def collector_paused() -> Iterator[None]:
-    """The cyclic garbage collector off for one request, back on (if it was) afterwards.
+class _Pause:
+    """The cyclic garbage collector off while any request of the process is decoded and
+    answered, back on (if it was) when the last one ends.
 
     Decoding a sync request creates millions of objects that all survive until the response is
     built; the collector, counting allocations, scans the whole growing heap again and again:
     at 1000 replicas that tripled the time of a sync. The request's objects hold no cycles, so
-    reference counting frees them all when the request ends. Sync workers (one request at a
-    time per process) make the process-wide switch safe.
+    reference counting frees them all when the request ends. A worker answers a few requests
+    side by side in threads (hooks/worker.py), and the switch is the process's: counted.
     """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._calls = 0
+        self._was_enabled = False
+
+    @contextlib.contextmanager
+    def __call__(self) -> Iterator[None]:
+        with self._lock:
+            if not self._calls:
+                self._was_enabled = gc.isenabled()
+                gc.disable()
+            self._calls += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._calls -= 1
+                if not self._calls and self._was_enabled:
+                    gc.enable()
+
+
+collector_paused = _Pause()
 
 
 def read() -> bytes:

@@ -1,13 +1,14 @@
 """gunicorn settings for a CPU-bound JSON hook (read by `gunicorn --config`).
 
-Sync workers, one per CPU by default: each request is pure computation, so threads would only
-contend for the GIL. They are `hooks.worker.BufferingWorker`s: a request gets the worker only
-once it has been read whole, within MXJOB_READ_TIMEOUT_SECONDS (5 s) of its accept, so idle and
-slow connections hold no worker. Every connection is closed after its response (gunicorn's
-`keepalive` setting does not apply), so each Metacontroller call opens a new connection: a TCP
-handshake, small next to the JSON of a sync. The worker timeout stays below Metacontroller's
-hook timeout (10 s default) so a stuck worker is replaced before Metacontroller gives up and
-retries.
+Workers of one process each, one per CPU by default: each request is pure computation, so more
+threads would only contend for the GIL. They are `hooks.worker.BufferingWorker`s: the app gets a
+request only once it has been read whole, within MXJOB_READ_TIMEOUT_SECONDS (5 s) of its accept,
+and its answer is sent without blocking, so idle, slow and unread connections hold no worker; a
+small request runs beside a large one, and the probes are answered at once. Every connection is
+closed after its response (gunicorn's `keepalive` setting does not apply), so each Metacontroller
+call opens a new connection: a TCP handshake, small next to the JSON of a sync. The worker
+timeout stays below Metacontroller's hook timeout (10 s default) so a stuck worker is replaced
+before Metacontroller gives up and retries.
 
 Metrics: every worker writes its values to files under `PROMETHEUS_MULTIPROC_DIR` and
 `GET /metrics` sums them (hooks/metrics.py). When the variable is not set, a private directory

@@ -197,6 +197,27 @@ def cel_holds(rule: str, value: object) -> bool | str:
     return isinstance(result, celtypes.BoolType) and bool(result)
 
 
+def policy_admits(policy: dict[str, Any], request: dict[str, Any], **objects: object) -> bool:
+    """Whether a ValidatingAdmissionPolicy's `spec` admits a request, as kube-apiserver decides
+    (failurePolicy Fail): one its match conditions do not select is admitted, one they select
+    must pass every validation; an expression that errs denies. `objects`: `object`,
+    `oldObject`."""
+    activation = {"request": json_to_cel(request)}
+    activation |= {name: json_to_cel(value) for name, value in objects.items()}  # type: ignore[arg-type]
+
+    def holds(expression: str) -> bool:
+        try:
+            result = cel_program(expression).evaluate(activation)
+        except CELEvalError:
+            return False
+        return isinstance(result, celtypes.BoolType) and bool(result)
+
+    selected = [c["expression"] for c in policy.get("matchConditions", [])]
+    if not all(holds(expression) for expression in selected):
+        return True
+    return all(holds(v["expression"]) for v in policy["validations"])
+
+
 def _on_create(rule: dict[str, Any]) -> str:
     """The rule as kube-apiserver evaluates it on a create: a rule with `optionalOldSelf` sees
     no old object (cel-python has no optional values, so `oldSelf.hasValue()` is written out)."""

@@ -1,6 +1,8 @@
-"""The conversion webhook's certificates (certs.authority): what a Secret holding each state
-becomes, and that what is made is a chain the API server and Python's ssl accept."""
+"""The conversion webhook's certificates: what the keeper holding each state makes of it
+(certs.authority), that what is made is a chain the API server and Python's ssl accept, and what
+a pass of the keeper writes where (certs.controller, against tests/keeper_api.py)."""
 
+import base64
 import datetime
 import ssl
 from pathlib import Path
@@ -21,6 +23,9 @@ from certs.authority import (
     TLS_KEY,
     plan,
 )
+from certs.controller import MissingSecretError
+from tests import keeper_api
+from tests.keeper_api import NAMESPACE, TARGET
 
 NAMES = ("mxjob-convert.mxjob-system.svc", "mxjob-convert.mxjob-system.svc.cluster.local")
 NOW = datetime.datetime(2026, 11, 25, 12, 0, tzinfo=datetime.UTC)
@@ -202,3 +207,60 @@ def test_a_serving_certificate_not_valid_yet_is_made_again_under_the_same_ca() -
     assert decided.data is not None
     assert decided.data[CA_CERT] == data[CA_CERT]
     assert serving(decided.data).not_valid_before_utc <= NOW
+
+
+# --- the keeper's pass (certs.controller), against the API in memory --------------------------
+
+
+def test_a_fresh_install_fills_the_two_shipped_secrets_and_the_bundle(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The CA and its key in the keeper's own Secret, the serving pair alone in the one the
+    webhook's pods mount (once both were one Secret, the CA key beside the pair), each written
+    by a patch of its data (once replaced whole, dropping the labels of whoever applied it)."""
+    api = keeper_api.fresh_install()
+    assert keeper_api.run(api, monkeypatch) == [
+        f"secret {NAMESPACE}/{TARGET.ca_secret}: no readable CA yet: a new one",
+        f"secret {NAMESPACE}/{TARGET.serving_secret}: no readable CA yet: a new one",
+        f"crd {keeper_api.CRD}: caBundle set",
+    ]
+    ca, served = api.data(TARGET.ca_secret), api.data(TARGET.serving_secret)
+    assert set(ca) == {CA_CERT, CA_KEY}
+    assert set(served) == {TLS_CERT, TLS_KEY}
+    serving(served).verify_directly_issued_by(cas(ca)[0])
+    assert api.bundle == base64.b64encode(ca[CA_CERT]).decode()
+    for name in (TARGET.ca_secret, TARGET.serving_secret):
+        assert api.secrets[name]["metadata"]["labels"] == keeper_api.HELM_LABELS
+        assert api.secrets[name]["type"] == "Opaque"
+    writes = [call for call in api.calls if call[0] != "get"]
+    assert keeper_api.run(api, monkeypatch) == []
+    assert [call for call in api.calls if call[0] != "get"] == writes
+
+
+def test_an_upgraded_install_keeps_its_ca_and_serving_pair(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An install of before the split kept the CA and the serving pair in one Secret, which
+    the CRD trusts and the pods still mount: the keeper takes both from it, so the bundle stays
+    and every pod keeps converting while the Deployment rolls onto the new Secret."""
+    api = keeper_api.upgraded_install()
+    single = api.data(TARGET.legacy_secret)
+    bundle = api.bundle
+    taken = "taken from mxjob-convert-tls (the single Secret of an earlier install)"
+    assert keeper_api.run(api, monkeypatch) == [
+        f"secret {NAMESPACE}/{TARGET.ca_secret}: {taken}",
+        f"secret {NAMESPACE}/{TARGET.serving_secret}: {taken}",
+    ]
+    assert api.bundle == bundle
+    assert api.data(TARGET.ca_secret) == {k: single[k] for k in (CA_CERT, CA_KEY)}
+    assert api.data(TARGET.serving_secret) == {k: single[k] for k in (TLS_CERT, TLS_KEY)}
+    assert keeper_api.run(api, monkeypatch) == []
+    assert api.calls.count(("get", "secrets", TARGET.legacy_secret)) == 1
+
+
+def test_a_missing_secret_is_an_error_and_none_is_created(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The keeper creates no Secret: one that may could create a service-account token Secret,
+    which the token controller fills with another component's token."""
+    api = keeper_api.fresh_install()
+    del api.secrets[TARGET.serving_secret]
+    with pytest.raises(MissingSecretError, match="mxjob-convert-serving is missing"):
+        keeper_api.run(api, monkeypatch)
+    assert {verb for verb, _, _ in api.calls} == {"get"}

@@ -1,10 +1,11 @@
-"""Idle and slow connections against the real served process: gunicorn with the project's
-config, as `make run` and the pods serve it, over HTTP and over TLS as the conversion webhook
-(hooks/worker.py, docs/security.md#idle-and-slow-connections).
+"""Idle, slow and greedy connections against the real served process: gunicorn with the
+project's config, as `make run` and the pods serve it, over HTTP and over TLS as the conversion
+webhook (hooks/worker.py, docs/security.md#idle-slow-and-greedy-connections).
 
 Each server runs one worker, as a webhook pod does, with a read deadline of 1 s so the tests are
-quick: the deadline is what a connection gets to send its whole request, and the worker's
-answers to others stop its clock.
+quick: the deadline is what a connection gets to send its whole request. The webhook's figures
+(what a review costs, how long a conversion waits under abuse) are measured with the settings of
+its Deployment.
 """
 
 import contextlib
@@ -12,9 +13,11 @@ import json
 import socket
 import ssl
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import orjson
@@ -22,10 +25,12 @@ import pytest
 import yaml
 
 from certs.authority import CA_CERT, TLS_CERT, TLS_KEY, plan
-from hooks.worker import MAX_PENDING
+from hooks import worker
+from hooks.core.conversion.review import MAX_CHECKED_BYTES
+from hooks.core.conversion.versions import V1, V1_FIELDS
 from tests import golden
 from tests.builders import mxjob, replica, request
-from testsupport.server import Server, rss_kib, serve
+from testsupport.server import Server, cpu_seconds, rss_kib, serve
 
 CONVERSIONS = Path(__file__).parent / "conversion_fixtures"
 DEADLINE = 1.0
@@ -105,10 +110,10 @@ def test_idle_connections_hold_no_worker(plain: Server) -> None:
 
 
 def test_more_idle_connections_than_a_worker_waits_on_hold_no_worker() -> None:
-    """Past MAX_PENDING waiting connections a new one closes the oldest: the honest request is
-    not left in the listen queue until they expire (5 s here)."""
+    """Past MAX_CONNECTIONS waiting connections a new one closes the oldest: the honest request
+    is not left in the listen queue until they expire (5 s here)."""
     with serve(workers=1, env={"MXJOB_READ_TIMEOUT_SECONDS": "5"}) as server:
-        held = idle(server, MAX_PENDING + 40)
+        held = idle(server, worker.MAX_CONNECTIONS + 40)
         with held:
             time.sleep(0.3)
             assert seed(server) < 2
@@ -139,9 +144,9 @@ def test_a_body_over_the_limit_is_refused_unread(plain: Server) -> None:
     assert b'"error":"request_entity_too_large"' in answer
 
 
-def test_the_clock_stops_while_the_worker_answers_another(plain: Server) -> None:
+def test_a_request_is_read_while_the_worker_answers_another(plain: Server) -> None:
     """A connection that sent its request while the worker was busy longer than its deadline
-    is answered: the time the worker gave to another was not the client's to use."""
+    is answered: requests are read while the app answers another."""
     body = (golden.FIXTURES / "dist-first-sync" / "request.json").read_bytes()
     head = (
         b"POST /sync HTTP/1.1\r\nHost: hook\r\nContent-Type: application/json\r\n"
@@ -217,35 +222,42 @@ def test_tls_clients_are_read_as_fast_as_they_send(webhook: Server, tls_dir: Pat
         assert conn.recv(12) == b"HTTP/1.1 422"
 
 
-def test_a_review_at_the_webhooks_body_limit_fits_its_memory(tmp_path: Path) -> None:
+def test_a_review_at_the_webhooks_body_limit_fits_its_memory() -> None:
     """The webhook as its Deployment sets it (body limit, worker timeout), given a list read at
     v1alpha1 as large as its body limit: answered, the worker's peak memory under the pod's
     limit with room to spare."""
-    deployment = convert_deployment()
-    (container,) = deployment["spec"]["template"]["spec"]["containers"]
-    env = {e["name"]: e["value"] for e in container["env"] if "value" in e}
-    limit = int(env["MXJOB_MAX_BODY_BYTES"])
+    settings, container = deployed()
     memory = quantity(container["resources"]["limits"]["memory"])
-    review = list_review(limit)
-    settings = {k: env[k] for k in ("MXJOB_SERVE", "MXJOB_MAX_BODY_BYTES", "GUNICORN_TIMEOUT")}
+    review = list_review(int(settings["MXJOB_MAX_BODY_BYTES"]))
     with serve(workers=1, env=settings) as server:
         (worker,) = server.worker_pids()
         started = time.monotonic()
-        status, answer, _ = server.call("POST", "/convert", review, timeout=60)
+        spent, status, answer = cpu_of(server, review)
         took = time.monotonic() - started
         peak = rss_kib(worker, "VmHWM") * 1024
     assert status == 200 and b'"status":"Success"' in answer
     print(
-        f"webhook: a {len(review) / 2**20:.1f} MiB review converted in {took:.1f} s, "
-        f"worker peak {peak / 2**20:.0f} MiB of a {memory / 2**20:.0f} MiB limit"
+        f"webhook: a {len(review) / 2**20:.1f} MiB review converted in {took:.1f} s "
+        f"({spent:.1f} s of CPU), worker peak {peak / 2**20:.0f} MiB of a "
+        f"{memory / 2**20:.0f} MiB limit"
     )
     assert peak < memory * 0.75
+    assert spent < within_the_worker_timeout(settings, container)
 
 
 def convert_deployment() -> dict[str, Any]:
     path = Path(__file__).parents[1] / "manifests" / "components" / "conversion" / "convert.yaml"
     (found,) = [d for d in yaml.safe_load_all(path.read_text()) if d["kind"] == "Deployment"]
     return dict(found)
+
+
+def deployed() -> tuple[dict[str, str], dict[str, Any]]:
+    """The webhook's settings as its Deployment gives them (what it serves, its body limit and
+    worker timeout), and its container."""
+    (container,) = convert_deployment()["spec"]["template"]["spec"]["containers"]
+    env = {e["name"]: e["value"] for e in container["env"] if "value" in e}
+    names = ("MXJOB_SERVE", "MXJOB_MAX_BODY_BYTES", "GUNICORN_TIMEOUT", "WEB_CONCURRENCY")
+    return {k: env[k] for k in names}, container
 
 
 def quantity(text: str) -> int:
@@ -257,13 +269,183 @@ def list_review(size: int) -> bytes:
     """A ConversionReview of stored v1 jobs to v1alpha1 just under `size` bytes."""
     sent = json.loads((CONVERSIONS / "v1-job-read-at-v1alpha1" / "request.json").read_bytes())
     (job,) = sent["request"]["objects"]
-    each = len(json.dumps(job)) + 2
-    sent["request"]["objects"] = [
-        {**job, "metadata": {**job["metadata"], "name": f"job-{i}"}} for i in range(size // each)
-    ]
-    while len(encoded := json.dumps(sent).encode()) > size:
-        sent["request"]["objects"].pop()
+    return review_of([job], "kubeflow.org/v1alpha1", size)
+
+
+def review_of(jobs: list[dict[str, Any]], desired: str, size: int) -> bytes:
+    """A ConversionReview to `desired` just under `size` bytes: `jobs`, then copies of the last
+    one, each named apart."""
+    *first, last = jobs
+    copies = (size - len(orjson.dumps(first))) // (len(orjson.dumps(last)) + 1)
+    objects = [*first, *(named(last, f"job-{i}") for i in range(copies))]
+    sent = {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "ConversionReview",
+        "request": {"uid": "cost", "desiredAPIVersion": desired, "objects": objects},
+    }
+    while len(encoded := orjson.dumps(sent)) > size:
+        objects.pop()
     return encoded
+
+
+def named(job: dict[str, Any], name: str) -> dict[str, Any]:
+    return {**job, "metadata": {**job["metadata"], "name": name}}
+
+
+def small_job(*stash: dict[str, Any]) -> dict[str, Any]:
+    """A v1alpha1 job of one Worker, as small as a job is (the most objects per MiB), with a
+    stash holding `stash`."""
+    template = {"spec": {"containers": [{"name": "mxnet", "image": "m"}]}}
+    annotations = {V1_FIELDS: json.dumps(list(stash))} if stash else {}
+    return {
+        "apiVersion": "kubeflow.org/v1alpha1",
+        "kind": "MXJob",
+        "metadata": {"name": "small", "annotations": annotations},
+        "spec": {
+            "replicaSpecs": [{"mxReplicaType": "WORKER", "replicas": 1, "template": template}]
+        },
+    }
+
+
+#: What a stash may bring in that makes the webhook check it against v1.
+BACKOFF = {"at": ["spec", "runPolicy", "backoffLimit"], "to": 3}
+
+
+def stashed_then_small(size: int) -> bytes:
+    """The costliest review answered: small stashed jobs, as many as one review may have
+    checked, then small jobs without a stash, read at the other old version (so converted
+    twice)."""
+    stashed: list[dict[str, Any]] = []
+    weight = 0  # as the webhook weighs them
+    while True:
+        job = named(small_job(BACKOFF), f"s-{len(stashed)}")
+        weight += len(json.dumps(job, separators=(",", ":")))
+        if weight > MAX_CHECKED_BYTES:
+            break
+        stashed.append(job)
+    return review_of([*stashed, small_job()], "kubeflow.org/v1alpha2", size)
+
+
+def stashed_jobs_written_at_v1(size: int) -> bytes:
+    """Small stashed jobs, more than one review may have checked: refused whole."""
+    return review_of([small_job(BACKOFF)], V1, size)
+
+
+@pytest.mark.parametrize(
+    ("build", "result"),
+    [(stashed_then_small, "Success"), (stashed_jobs_written_at_v1, "Failure")],
+    ids=["stashed-then-small", "stashed-only"],
+)
+def test_a_review_at_the_body_limit_is_answered_within_the_workers_time(
+    build: Callable[[int], bytes], result: str
+) -> None:
+    """Any pod can send the webhook reviews, so one at the body limit must cost its worker less
+    CPU than the pod's CPU limit gives it in the worker timeout. Once a review of small stashed
+    jobs cost ~2.2 s per MiB (a validator made for each): 8 MiB of them took ~18 s of CPU, past
+    the 12.5 s the pod's 500m give in 25 s. Now a review checks at most MAX_CHECKED_BYTES of
+    stashed jobs, and one with more is refused whole before any check."""
+    settings, container = deployed()
+    review = build(int(settings["MXJOB_MAX_BODY_BYTES"]))
+    with serve(workers=1, env=settings) as server:
+        spent, status, answer = cpu_of(server, review)
+    assert status == 200 and f'"status":"{result}"'.encode() in answer, answer[-300:]
+    print(f"webhook: {len(review) / 2**20:.1f} MiB review {build.__name__}: {spent:.1f} s of CPU")
+    assert spent < within_the_worker_timeout(settings, container)
+
+
+def cpu_of(server: Server, body: bytes) -> tuple[float, int, bytes]:
+    """CPU seconds the server's one worker spends on a conversion of `body`; its answer."""
+    (worker,) = server.worker_pids()
+    before = cpu_seconds(worker)
+    status, answer, _ = server.call("POST", "/convert", body, timeout=120)
+    return cpu_seconds(worker) - before, status, answer
+
+
+def within_the_worker_timeout(settings: dict[str, str], container: dict[str, Any]) -> float:
+    """CPU seconds a worker of the pod gets within the worker timeout."""
+    cpu = container["resources"]["limits"]["cpu"]
+    share = int(cpu[:-1]) / 1000 if cpu.endswith("m") else float(cpu)
+    return int(settings["GUNICORN_TIMEOUT"]) * share / int(settings["WEB_CONCURRENCY"])
+
+
+def unread(server: Server, context: ssl.SSLContext, body: bytes) -> ssl.SSLSocket:
+    """A TLS connection that sends a review and never reads (a receive buffer of 4 KiB, so its
+    answer cannot hide in the kernel)."""
+    raw = socket.socket()
+    raw.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    raw.settimeout(60)
+    raw.connect(("127.0.0.1", server.port))
+    conn = context.wrap_socket(raw, server_hostname="localhost")
+    conn.sendall(
+        b"POST /convert HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+        b"Content-Length: %d\r\n\r\n" % len(body) + body
+    )
+    return conn
+
+
+def test_clients_that_never_read_their_answer_delay_no_conversion(tls_dir: Path) -> None:
+    """Once each answer was sent with the worker's whole attention, for up to 10 s: three
+    clients that sent an 8 MiB review and never read held the webhook's worker one after the
+    other, a real conversion behind them was answered after 12.8 s here (35.5 s in issue 37; the
+    API server gives up at 30 s) and /readyz timed out, taking the pod out of its Service. Now
+    answers are sent beside everything else, a small conversion runs beside a large one, and
+    the probes are answered as soon as they are read."""
+    settings, container = deployed()
+    review = list_review(int(settings["MXJOB_MAX_BODY_BYTES"]))
+    probe = container["readinessProbe"]
+    small = (CONVERSIONS / "v1-job-read-at-v1alpha1" / "request.json").read_bytes()
+    context = ssl.create_default_context(cafile=tls_dir / CA_CERT)
+    with serve(workers=1, env=settings, tls=tls_dir) as server:
+        held = [unread(server, context, review) for _ in range(3)]
+        try:
+            with ThreadPoolExecutor(2) as both:
+                ready = both.submit(timed, server, "GET", probe["httpGet"]["path"])
+                converted = both.submit(timed, server, "POST", "/convert", small)
+                (ready_status, ready_took), (status, took) = ready.result(), converted.result()
+        finally:
+            for conn in held:
+                conn.close()
+    print(
+        f"webhook, 3 unread 8 MiB reviews: /readyz in {ready_took:.2f} s, conversion {took:.2f} s"
+    )
+    assert (ready_status, status) == (200, 200)
+    assert ready_took < probe["timeoutSeconds"]
+    assert took < TENANT_BOUND
+
+
+def timed(server: Server, method: str, path: str, body: bytes | None = None) -> tuple[int, float]:
+    """The status of one call and the seconds it took."""
+    started = time.monotonic()
+    status, _, _ = server.call(method, path, body, timeout=60)
+    return status, time.monotonic() - started
+
+
+#: How long a bystander's conversion may take under abuse (tests/realnode/test_tenant.py).
+TENANT_BOUND = 5.0
+
+
+def test_unfinished_bodies_close_the_largest_not_the_next_request(plain: Server) -> None:
+    """Once the connection whose bytes took the worker past twice the body limit was closed: two
+    bodies sent but for their last bytes got the next honest request closed. Now the connection
+    holding the most goes first, and the honest request is answered."""
+    limit = int(SETTINGS["MXJOB_MAX_BODY_BYTES"])
+    head = b"POST /sync HTTP/1.1\r\nHost: hook\r\nContent-Type: application/json\r\n"
+    head += b"Content-Length: %d\r\n\r\n" % limit
+    held = [socket.create_connection(("127.0.0.1", plain.port), timeout=5) for _ in range(2)]
+    try:
+        for conn in held:
+            conn.sendall(head + b"{" * (limit - len(head) - 16))
+        time.sleep(0.3)  # both read
+        assert seed(plain) < DEADLINE
+        closed = []
+        for conn in held:
+            conn.settimeout(0.2)
+            with contextlib.suppress(TimeoutError, ConnectionResetError):
+                closed.append(conn.recv(1) == b"")
+        assert closed.count(True) == 1, closed
+    finally:
+        for conn in held:
+            conn.close()
 
 
 def test_a_large_sync_is_read_and_answered_within_the_workers_time() -> None:
@@ -275,3 +457,25 @@ def test_a_large_sync_is_read_and_answered_within_the_workers_time() -> None:
     with serve(workers=1, env={"MXJOB_MAX_BODY_BYTES": str(128 * 2**20)}) as server:
         status, _, _ = server.call("POST", "/sync", body, timeout=60)
     assert status == 200
+
+
+def test_a_call_the_app_answers_too_long_stops_the_workers_heartbeat(tmp_path: Path) -> None:
+    """The main thread keeps reading and sending while the app answers, so its heartbeat alone
+    would never let gunicorn's arbiter replace a worker stuck in a call: the heartbeat is dated
+    the start of the oldest call still running, as a sync worker's stops when a call begins."""
+    beat = tmp_path / "heartbeat"
+    beat.touch()
+    now = time.monotonic()
+    calls = [connection(worker.Stage.RUNNING, now - 30), connection(worker.Stage.RUNNING, now - 3)]
+    others = [connection(stage, 0.0) for stage in worker.Stage if stage is not worker.Stage.RUNNING]
+    with beat.open("rb") as tmp:
+        fake = SimpleNamespace(tmp=tmp, _connections=calls + others)
+        worker.BufferingWorker.notify(fake)  # type: ignore[arg-type]
+        assert beat.stat().st_mtime == pytest.approx(now - 30, abs=0.01)
+        fake._connections = others
+        worker.BufferingWorker.notify(fake)  # type: ignore[arg-type]
+        assert beat.stat().st_mtime >= now
+
+
+def connection(stage: worker.Stage, started: float) -> SimpleNamespace:
+    return SimpleNamespace(stage=stage, started=started)

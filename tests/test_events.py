@@ -1,20 +1,25 @@
 """Which Events tell a job's story (events.story): one per condition that turned True, named
-so that telling it twice is a duplicate, none for transitions the API server has expired; and
-the loop (events.controller) going on past a job it cannot tell."""
+so that telling it twice is a duplicate, none for transitions the API server has expired; the
+loop (events.controller) going on past a job it cannot tell; and what the component's
+ValidatingAdmissionPolicy lets its token create."""
 
 import json
 import logging
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any, cast
 
 import pytest
-from kubernetes.client import CoreV1Api
+import yaml
+from kubernetes.client import ApiClient, CoreV1Api
 from kubernetes.client.exceptions import ApiException
 
 from events.controller import Told, tell
 from events.story import RECENT, story
 from hooks.logs import JsonFormatter
+from tests.manifest_support import policy_admits
 
+REPO = Path(__file__).resolve().parent.parent
 NOW = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)
 #: Readable RFC 3339 whose UTC moment has no year Python holds.
 OUT_OF_RANGE = "0001-01-01T00:00:00+01:00"
@@ -141,3 +146,62 @@ def test_a_job_whose_events_cannot_be_told_stops_no_other(
     if refuse:
         (line,) = [json.loads(JsonFormatter().format(r)) for r in caplog.records]
         assert (line["name"], line["action"]) == ("a", "error")
+
+
+# --- what the component's token may write (manifests/components/events) ------------------------
+
+EVENTS_ACCOUNT = "system:serviceaccount:mxjob-system:mxjob-events"
+COMPONENT = REPO / "manifests" / "components" / "events" / "events.yaml"
+
+
+def policy() -> dict[str, Any]:
+    """The component's ValidatingAdmissionPolicy, bound to deny."""
+    objects = {d["kind"]: d for d in yaml.safe_load_all(COMPONENT.read_text()) if d}
+    binding = objects["ValidatingAdmissionPolicyBinding"]["spec"]
+    spec: dict[str, Any] = objects["ValidatingAdmissionPolicy"]["spec"]
+    assert binding == {"policyName": "mxjob-events", "validationActions": ["Deny"]}
+    assert spec["failurePolicy"] == "Fail"
+    assert objects["ServiceAccount"]["metadata"]["name"] == EVENTS_ACCOUNT.rsplit(":", 1)[1]
+    return spec
+
+
+def admitted(event: dict[str, Any], username: str = EVENTS_ACCOUNT) -> bool:
+    request = {"operation": "CREATE", "userInfo": {"username": username}}
+    return policy_admits(policy(), request, object=event)
+
+
+class Recording(Core):
+    """The loop's creates, kept as the API server receives them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.bodies: list[dict[str, Any]] = []
+
+    def create_namespaced_event(self, namespace: str, body: Any, **_: Any) -> None:
+        self.bodies.append(ApiClient().sanitize_for_serialization(body))  # type: ignore[no-untyped-call]
+
+
+def test_every_event_the_loop_tells_is_admitted() -> None:
+    core = Recording()
+    told = job(condition("Created", "True", 3), condition("Failed", "True", 1))
+    tell(cast(CoreV1Api, core), told, Told(), NOW)
+    assert len(core.bodies) == 2
+    assert all(admitted(body) for body in core.bodies)
+
+
+def test_a_stolen_events_token_may_tell_nothing_but_an_mxjobs_story() -> None:
+    """Once RBAC alone stood between its token and an Event about any object of any namespace
+    (a Pod's kill, a Node's pressure): now only an Event about an MXJob of its namespace, told
+    by this component, is admitted."""
+    core = Recording()
+    tell(cast(CoreV1Api, core), job(condition("Running", "True", 1)), Told(), NOW)
+    (real,) = core.bodies
+    about = real["involvedObject"]
+    forged = [
+        {**real, "involvedObject": {**about, "kind": "Pod", "apiVersion": "v1"}},
+        {**real, "involvedObject": {**about, "namespace": "kube-system"}},
+        {**real, "source": {"component": "kubelet"}},
+        {k: v for k, v in real.items() if k != "reportingComponent"},
+    ]
+    assert [admitted(event) for event in forged] == [False] * len(forged)
+    assert admitted(forged[0], username="system:serviceaccount:kube-system:someone")

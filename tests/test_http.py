@@ -2,6 +2,8 @@
 adapter can answer, on both hooks (`/sync`, `/convert`), and once through the real gunicorn
 server on a free loopback port."""
 
+import contextlib
+import gc
 import json
 from collections.abc import Callable
 from datetime import datetime
@@ -12,6 +14,7 @@ import pytest
 from flask.testing import FlaskClient
 from werkzeug.test import TestResponse
 
+from hooks import body
 from hooks.app import create_app
 from tests import conversion_cases, golden
 from tests.builders import created, mxjob, replica, request, run
@@ -251,3 +254,18 @@ def test_gunicorn_serves_the_seed_job(seed_case: Path) -> None:
         assert status == 200
         (converted,) = json.loads(data)["response"]["convertedObjects"]
         assert converted["apiVersion"] == "kubeflow.org/v1alpha1"
+
+
+def test_the_collector_stays_off_until_the_last_call_of_a_worker_ends() -> None:
+    """A worker answers a few calls side by side in threads (hooks/worker.py). Once, the first
+    call to end turned the process's collector back on under the others, which then decoded
+    with it scanning their growing heaps."""
+    gc.enable()
+    try:
+        with contextlib.ExitStack() as second:
+            with body.collector_paused():
+                second.enter_context(body.collector_paused())
+            assert not gc.isenabled()
+        assert gc.isenabled()
+    finally:
+        gc.enable()

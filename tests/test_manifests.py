@@ -28,7 +28,7 @@ from hooks import app
 from hooks.core.api import CleanPodPolicy, JobMode, ReplicaType, RestartPolicy
 from hooks.core.conversion.schema import schema_errors, to_json_schema
 from hooks.core.gang import Gang, detect
-from tests import golden
+from tests import golden, keeper_api
 from tests.conversion_cases import FIXTURES, OLD_EXAMPLES
 from tests.manifest_support import (
     CONTROLLER_OVERLAYS,
@@ -316,42 +316,83 @@ def test_install_serves_every_version_through_the_https_webhook(variant: str) ->
         assert container[probe]["httpGet"]["scheme"] == "HTTPS", probe
     assert pod["automountServiceAccountToken"] is False
     keeper = certs_main.target_from_env()
-    assert volume["secret"]["secretName"] == keeper.secret
+    assert volume["secret"]["secretName"] == keeper.serving_secret
     assert keeper.namespace == called["namespace"]
     assert f"{called['name']}.{called['namespace']}.svc" in keeper.dns_names
     assert keeper.crd == "mxjobs.kubeflow.org"
 
 
 @pytest.mark.parametrize("variant", INSTALL_OVERLAYS)
-def test_certificate_keeper_may_make_exactly_its_calls(variant: str) -> None:
-    """The keeper's rights: its Secret (create, get, update) and the CRD (get, patch)."""
+def test_certificate_keeper_may_make_exactly_its_calls(
+    variant: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The keeper's rights are the calls it makes (tests/keeper_api.py, every install it may
+    meet): get and patch its two Secrets, get an earlier install's, get and patch the CRD.
+    Once it could create Secrets, so a stolen token could mint another component's."""
     objects = installed(variant)
     keeper = certs_main.target_from_env()
     role = one(objects, "Role", "mxjob-certs")
     assert role["metadata"]["namespace"] == keeper.namespace
-    assert role["rules"] == [
-        {"apiGroups": [""], "resources": ["secrets"], "verbs": ["create"]},
-        {
-            "apiGroups": [""],
-            "resources": ["secrets"],
-            "resourceNames": [keeper.secret],
-            "verbs": ["get", "update"],
-        },
-    ]
-    assert one(objects, "ClusterRole", "mxjob-certs")["rules"] == [
-        {
-            "apiGroups": ["apiextensions.k8s.io"],
-            "resources": ["customresourcedefinitions"],
-            "resourceNames": [keeper.crd],
-            "verbs": ["get", "patch"],
-        }
-    ]
+    crds = one(objects, "ClusterRole", "mxjob-certs")
+    granted_calls = {
+        (verb, resource, name)
+        for rule in [*role["rules"], *crds["rules"]]
+        for verb in rule["verbs"]
+        for resource in rule["resources"]
+        for name in rule.get("resourceNames", ["*"])
+    }
+    assert granted_calls == keeper_api.every_call(monkeypatch)
+    assert (keeper.ca_secret, keeper.serving_secret, keeper.legacy_secret, keeper.crd) == (
+        keeper_api.TARGET.ca_secret,
+        keeper_api.TARGET.serving_secret,
+        keeper_api.TARGET.legacy_secret,
+        keeper_api.TARGET.crd,
+    )
     deployment = one(objects, "Deployment", "mxjob-certs")["spec"]["template"]["spec"]
     assert deployment["serviceAccountName"] == "mxjob-certs"
     assert deployment["containers"][0]["command"] == ["python", "-m", "certs"]
     for binding in ("RoleBinding", "ClusterRoleBinding"):
         (subject,) = one(objects, binding, "mxjob-certs")["subjects"]
         assert (subject["name"], subject["namespace"]) == ("mxjob-certs", keeper.namespace)
+
+
+@pytest.mark.parametrize("variant", INSTALL_OVERLAYS)
+def test_the_install_ships_the_keepers_secrets_empty(variant: str) -> None:
+    """The keeper creates nothing: both its Secrets come with the install, with no data for
+    `kubectl apply` or `helm upgrade` to put back over what the keeper wrote. Opaque: a
+    Secret's type never changes, so no write can make one a service-account token."""
+    objects = installed(variant)
+    keeper = certs_main.target_from_env()
+    for name in (keeper.ca_secret, keeper.serving_secret):
+        secret = one(objects, "Secret", name)
+        assert secret["metadata"]["namespace"] == keeper.namespace
+        assert secret["type"] == "Opaque"
+        assert "data" not in secret and "stringData" not in secret
+    mounted = [
+        volume["secret"]["secretName"]
+        for obj in objects
+        if obj["kind"] == "Deployment"
+        for volume in obj["spec"]["template"]["spec"].get("volumes", [])
+        if "secret" in volume
+    ]
+    assert mounted == [keeper.serving_secret]  # the CA's key is mounted nowhere
+
+
+#: What would let a token have another identity's token: a Secret the token controller fills, a
+#: token asked for, a pod run as any account (Metacontroller's, which makes the jobs' pods).
+MINTING = [("", "secrets", "create"), ("", "serviceaccounts/token", "create")]
+
+
+@pytest.mark.parametrize("variant", INSTALL_OVERLAYS)
+def test_no_component_may_mint_a_token(variant: str) -> None:
+    """No role of the install lets a component create a Secret or ask for a token; a pod can
+    be created only by Metacontroller's role (docs/security.md#component-tokens)."""
+    roles = [o for o in installed(variant) if o["kind"] in ("Role", "ClusterRole")]
+    for group, resource, verb in MINTING:
+        assert [name_of(r) for r in roles if verb in granted([r], group, resource)] == []
+    assert [name_of(r) for r in roles if "create" in granted([r], "", "pods")] == [
+        "ClusterRole mxjob-metacontroller"
+    ]
 
 
 @pytest.mark.parametrize("version", ["v1", *OLD_VERSIONS])

@@ -30,7 +30,7 @@ from kubernetes.client.exceptions import ApiException
 
 from component import kube
 from hooks.logs import JsonFormatter
-from tests.manifest_support import kustomize_command
+from tests.manifest_support import kustomize_command, policy_admits
 from tests.required import unavailable
 from ttl import __main__ as cli
 from ttl import controller
@@ -895,7 +895,8 @@ def by_kind(objects: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 def test_kustomize_builds_the_component_into_valid_objects(tmp_path: Path) -> None:
     built = build_with_kustomize(tmp_path)
     assert by_kind(built).keys() == {"ServiceAccount", "ClusterRole", "ClusterRoleBinding",
-                                     "Deployment"}  # fmt: skip
+                                     "Deployment", "ValidatingAdmissionPolicy",
+                                     "ValidatingAdmissionPolicyBinding"}  # fmt: skip
     assert sorted(built, key=lambda o: o["kind"]) == sorted(
         component_objects(), key=lambda o: o["kind"]
     )
@@ -928,6 +929,59 @@ def test_rbac_grants_only_get_list_delete_on_mxjobs() -> None:
         {"kind": "ServiceAccount", "name": account["name"], "namespace": "mxjob-system"}
     ]
     assert account["namespace"] == "mxjob-system"
+
+
+#: The TTL controller's account, as the component's Deployment runs it.
+TTL_ACCOUNT = "system:serviceaccount:mxjob-system:mxjob-ttl-controller"
+
+
+def admitted(job: object, username: str = TTL_ACCOUNT) -> bool:
+    """Whether the component's ValidatingAdmissionPolicy lets `username` delete `job`, as the
+    API server evaluates it (cel-python: tests/manifest_support.py)."""
+    kinds = by_kind(component_objects())
+    policy = kinds["ValidatingAdmissionPolicy"]["spec"]
+    binding = kinds["ValidatingAdmissionPolicyBinding"]["spec"]
+    assert binding == {"policyName": policy_name(), "validationActions": ["Deny"]}
+    assert policy["failurePolicy"] == "Fail"
+    (rule,) = policy["matchConstraints"]["resourceRules"]
+    assert (rule["resources"], rule["operations"]) == (["mxjobs"], ["DELETE"])
+    request = {"operation": "DELETE", "userInfo": {"username": username}}
+    return policy_admits(policy, request, oldObject=job)
+
+
+def policy_name() -> str:
+    return str(by_kind(component_objects())["ValidatingAdmissionPolicy"]["metadata"]["name"])
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.reason for c in CASES])
+def test_the_policy_admits_every_delete_the_loop_decides(case: Case) -> None:
+    """The policy never stands in the TTL's way: every job it decides to delete is admitted."""
+    if decide(case.job, case.now).action is Action.DELETE:
+        assert admitted(case.job)
+
+
+@pytest.mark.parametrize(
+    ("job", "why"),
+    [
+        (running_job(), "running"),
+        (succeeded(ttl=None), "finished, with no TTL"),
+        (mxjob(conditions=[condition("Created"), refused(0)], ttl=0), "refused, pods may run"),
+        (mxjob(conditions=[condition("Succeeded", status="False")], ttl=0), "not finished"),
+        ({"spec": {"runPolicy": {"ttlSecondsAfterFinished": 0}}}, "no status"),
+    ],
+    ids=lambda value: value if isinstance(value, str) else "",
+)
+def test_a_stolen_ttl_token_cannot_delete_a_job_the_loop_would_keep(
+    job: dict[str, Any], why: str
+) -> None:
+    """Once RBAC alone stood between its token and every MXJob of the cluster (and their
+    pods): now the API server refuses its delete of any job not finished with a TTL."""
+    assert decide(job, T0 + timedelta(days=10**4)).action is Action.NEVER, why
+    assert not admitted(job), why
+    assert admitted(job, username="system:serviceaccount:team-a:someone")  # only its account
+    assert TTL_ACCOUNT.endswith(
+        ":" + by_kind(component_objects())["ServiceAccount"]["metadata"]["name"]
+    )
 
 
 def test_the_deployment_runs_the_ttl_loop_locked_down() -> None:

@@ -98,6 +98,13 @@ def rss_kib(pid: int, field: str = "VmRSS") -> int:
     raise LookupError(f"no {field} for pid {pid}")
 
 
+def cpu_seconds(pid: int) -> float:
+    """CPU time a process (every thread of it) has used so far, user and system, in seconds."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    # utime and stime, fields 14 and 15 of stat(5), counted from the state (field 3).
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _wait_ready(server: Server, deadline: float) -> None:
     while time.monotonic() < deadline:
         if server.process.poll() is not None:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
+import yaml
 
 from tests.required import unavailable
 from testsupport.server import local_controller
@@ -227,3 +228,25 @@ def wait_for(what: str, probe: Callable[[], T | None], timeout: float = 60.0) ->
 @pytest.fixture(scope="session")
 def cluster(stack: Any) -> Cluster:
     return Cluster(stack)
+
+
+@contextlib.contextmanager
+def installed_policy(cluster: Cluster, name: str) -> Iterator[None]:
+    """The install's ValidatingAdmissionPolicy `name` and its binding (as the standard variant
+    builds them) applied, then deleted."""
+    built = cluster.kubectl("kustomize", str(REPO / "manifests" / "overlays" / "standard")).stdout
+    policy = [
+        d
+        for d in yaml.safe_load_all(built)
+        if d and d["kind"].startswith("ValidatingAdmissionPolicy") and d["metadata"]["name"] == name
+    ]
+    assert {d["kind"] for d in policy} == {
+        "ValidatingAdmissionPolicy",
+        "ValidatingAdmissionPolicyBinding",
+    }
+    text = "\n---\n".join(yaml.safe_dump(d) for d in policy)
+    cluster.kubectl("apply", "-f", "-", stdin=text)
+    try:
+        yield
+    finally:
+        cluster.kubectl("delete", "-f", "-", "--ignore-not-found", stdin=text)

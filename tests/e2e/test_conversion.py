@@ -1,7 +1,7 @@
 """The old API versions through the real API server: the CRD as the install variants build it
 (manifests/components/conversion), its webhook the hook's own app under gunicorn with TLS on
 127.0.0.1, its certificate and caBundle made by the real certificate keeper (`python -m certs`)
-through the API (docs/api.md#versions).
+through the API, into the Secrets the install ships (docs/api.md#versions).
 
 The one change from the install: the CRD calls the webhook by URL (`https://localhost:<port>`),
 since this tier's API server has no pods to route to; the certificate is for `localhost`.
@@ -22,29 +22,32 @@ import yaml
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from certs.authority import CA_CERT, TLS_CERT, TLS_KEY
+from certs.authority import CA_CERT, CA_KEY, TLS_CERT, TLS_KEY
 from certs.controller import patch_bundle
 from component.kube import api_client
 from hooks.core.conversion.versions import V1_FIELDS
 from tests.conversion_cases import OLD_EXAMPLES
-from tests.e2e.conftest import NAMESPACE, REPO, Cluster, wait_for
+from tests.e2e.conftest import NAMESPACE, REPO, Cluster, installed_policy, wait_for
 from tools.cluster.stack import tcp_open
 from tools.ports import free_port
 
 CRD = "mxjobs.kubeflow.org"
-SECRET = "mxjob-convert-tls"
+#: The keeper's Secrets: the CA (its own), the serving pair (the pods'), an earlier install's one.
+CA_SECRET, SECRET, LEGACY = "mxjob-convert-ca", "mxjob-convert-serving", "mxjob-convert-tls"
 APP = "hooks.app:create_app()"
 OLD_FILES = sorted(OLD_EXAMPLES.glob("*.yaml"))
 
 
-def keeper(cluster: Cluster) -> list[str]:
-    """One pass of the certificate keeper against this tier's API server; its log messages
-    (the JSON lines: this tier's kubeconfig skips TLS verification, which urllib3 warns of)."""
+def keeper(cluster: Cluster, **settings: str) -> list[str]:
+    """One pass of the certificate keeper against this tier's API server, with `settings` in
+    its environment; its log messages (the JSON lines: this tier's kubeconfig skips TLS
+    verification, which urllib3 warns of)."""
     env = {
         **os.environ,
         "KUBECONFIG": str(cluster.stack.kubeconfig),
         "CERTS_NAMESPACE": NAMESPACE,
         "CERTS_DNS_NAMES": "localhost",
+        **settings,
     }
     stderr = subprocess.run(
         [sys.executable, "-m", "certs", "--once"],
@@ -56,6 +59,16 @@ def keeper(cluster: Cluster) -> list[str]:
         timeout=60,
     ).stderr
     return [json.loads(line)["message"] for line in stderr.splitlines() if line.startswith("{")]
+
+
+def shipped_secrets(cluster: Cluster) -> str:
+    """The keeper's Secrets as the install ships them (empty), in this tier's namespace."""
+    built = cluster.kubectl("kustomize", str(REPO / "manifests" / "overlays" / "standard")).stdout
+    secrets = [d for d in yaml.safe_load_all(built) if d and d["kind"] == "Secret"]
+    assert sorted(d["metadata"]["name"] for d in secrets) == [CA_SECRET, SECRET]
+    for secret in secrets:
+        secret["metadata"]["namespace"] = NAMESPACE
+    return "\n---\n".join(yaml.safe_dump(d) for d in secrets)
 
 
 def installed_crd(cluster: Cluster, url: str) -> dict[str, Any]:
@@ -75,10 +88,12 @@ def webhook(
     crd = installed_crd(cluster, f"https://localhost:{port}/convert")
     cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f", "-", stdin=json.dumps(crd))
     server: subprocess.Popen[bytes] | None = None
+    shipped = shipped_secrets(cluster)
+    cluster.kubectl("apply", "-f", "-", stdin=shipped)
     try:
         passes = [keeper(cluster), keeper(cluster)]
         secret = cluster.get("secret", SECRET)
-        assert secret is not None and secret["type"] == "kubernetes.io/tls"
+        assert secret is not None and secret["type"] == "Opaque"
         tls = tmp_path_factory.mktemp("tls")
         for key in (TLS_CERT, TLS_KEY):
             (tls / key).write_bytes(base64.b64decode(secret["data"][key]))
@@ -103,7 +118,7 @@ def webhook(
             server.wait(timeout=15)
         # Back to the CRD of manifests/crd (v1 served alone, no webhook) for the other tests.
         cluster.kubectl("replace", "-f", str(REPO / "manifests" / "crd" / f"{CRD}.yaml"))
-        cluster.kubectl("delete", "secret", SECRET, "-n", NAMESPACE, check=False)
+        cluster.kubectl("delete", "-f", "-", "--ignore-not-found", stdin=shipped, check=False)
 
 
 def test_the_keeper_writes_the_secret_and_the_bundle_once(
@@ -111,15 +126,75 @@ def test_the_keeper_writes_the_secret_and_the_bundle_once(
 ) -> None:
     first, second = webhook
     assert first == [
+        f"secret {NAMESPACE}/{CA_SECRET}: no readable CA yet: a new one",
         f"secret {NAMESPACE}/{SECRET}: no readable CA yet: a new one",
         f"crd {CRD}: caBundle set",
     ]
     assert second == []  # nothing due, nothing drifted: no write
     crd = cluster.stack.kubectl("get", "crd", CRD, "-o", "json").stdout
     bundle = json.loads(crd)["spec"]["conversion"]["webhook"]["clientConfig"]["caBundle"]
-    secret = cluster.get("secret", SECRET)
-    assert secret is not None
-    assert bundle == secret["data"][CA_CERT]
+    ca, serving = cluster.get("secret", CA_SECRET), cluster.get("secret", SECRET)
+    assert ca is not None and serving is not None
+    assert bundle == ca["data"][CA_CERT]
+    assert set(ca["data"]) == {CA_CERT, CA_KEY} and set(serving["data"]) == {TLS_CERT, TLS_KEY}
+
+
+def test_applying_the_install_again_keeps_what_the_keeper_wrote(
+    cluster: Cluster, webhook: list[list[str]]
+) -> None:
+    """The shipped Secrets name no data: `kubectl apply` of the install again (an upgrade)
+    leaves the keeper's, and the keeper's patches left kubectl's own annotation."""
+    before = {name: cluster.get("secret", name) for name in (CA_SECRET, SECRET)}
+    cluster.kubectl("apply", "-f", "-", stdin=shipped_secrets(cluster))
+    for name, was in before.items():
+        now = cluster.get("secret", name)
+        assert was is not None and now is not None
+        assert now["data"] == was["data"], name
+        assert "kubectl.kubernetes.io/last-applied-configuration" in now["metadata"]["annotations"]
+    assert keeper(cluster) == []
+
+
+def test_an_install_of_one_secret_upgraded_keeps_its_ca(
+    cluster: Cluster, webhook: list[list[str]]
+) -> None:
+    """An install of before the split kept the CA and the serving pair in one Secret of type
+    kubernetes.io/tls, which the CRD trusts and its webhook's pods mount. Upgraded (the new
+    Secrets shipped empty), the keeper takes both from it: the caBundle stays as it is, so pods
+    still serving the old Secret keep converting while their Deployment rolls."""
+    ca, serving = cluster.get("secret", CA_SECRET), cluster.get("secret", SECRET)
+    assert ca is not None and serving is not None
+    single = secret_object("e2e-single", {**ca["data"], **serving["data"]}, "kubernetes.io/tls")
+    shipped = [secret_object(name) for name in ("e2e-ca", "e2e-serving")]
+    text = "\n---\n".join(json.dumps(d) for d in (single, *shipped))
+    cluster.kubectl("apply", "-f", "-", stdin=text)
+    try:
+        names = {"CA": "e2e-ca", "SERVING": "e2e-serving", "LEGACY": "e2e-single"}
+        settings = {f"CERTS_{part}_SECRET": name for part, name in names.items()}
+        taken = "taken from e2e-single (the single Secret of an earlier install)"
+        assert keeper(cluster, **settings) == [
+            f"secret {NAMESPACE}/e2e-ca: {taken}",
+            f"secret {NAMESPACE}/e2e-serving: {taken}",
+        ]  # and no caBundle write: the CRD trusts that CA already
+        for name, was in (("e2e-ca", ca), ("e2e-serving", serving)):
+            now = cluster.get("secret", name)
+            assert now is not None and now["data"] == was["data"], name
+        assert keeper(cluster, **settings) == []
+    finally:
+        cluster.kubectl("delete", "-f", "-", "--ignore-not-found", stdin=text, check=False)
+
+
+def secret_object(
+    name: str, data: dict[str, str] | None = None, kind: str = "Opaque"
+) -> dict[str, Any]:
+    """A Secret of this tier's namespace."""
+    metadata = {"name": name, "namespace": NAMESPACE}
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": metadata,
+        "type": kind,
+        **({"data": data} if data else {}),
+    }
 
 
 def subset_problems(wrote: Any, read: Any, path: str = "") -> list[str]:
@@ -189,7 +264,7 @@ def test_a_bundle_taken_away_is_set_again_from_the_same_secret(
 ) -> None:
     """What a `kubectl replace` of the CRD from its file does: the next pass repairs it, with
     the Secret it has (the serving pods keep their certificate)."""
-    secret = cluster.get("secret", SECRET)
+    secret = cluster.get("secret", CA_SECRET)
     assert secret is not None
     path = "/spec/conversion/webhook/clientConfig/caBundle"
     cluster.kubectl(
@@ -201,7 +276,7 @@ def test_a_bundle_taken_away_is_set_again_from_the_same_secret(
         crd["spec"]["conversion"]["webhook"]["clientConfig"]["caBundle"]
         == (secret["data"][CA_CERT])
     )
-    after = cluster.get("secret", SECRET)
+    after = cluster.get("secret", CA_SECRET)
     assert after is not None
     assert after["metadata"]["resourceVersion"] == secret["metadata"]["resourceVersion"]
 
@@ -277,22 +352,8 @@ KEEPER = "system:serviceaccount:mxjob-system:mxjob-certs"
 @pytest.fixture
 def keeper_policy(cluster: Cluster) -> Iterator[None]:
     """The ValidatingAdmissionPolicy of the conversion Component (and its binding), as built."""
-    built = cluster.kubectl("kustomize", str(REPO / "manifests" / "overlays" / "standard")).stdout
-    policy = [
-        d
-        for d in yaml.safe_load_all(built)
-        if d and d["kind"].startswith("ValidatingAdmissionPolicy")
-    ]
-    assert {d["kind"] for d in policy} == {
-        "ValidatingAdmissionPolicy",
-        "ValidatingAdmissionPolicyBinding",
-    }
-    text = "\n---\n".join(yaml.safe_dump(d) for d in policy)
-    cluster.kubectl("apply", "-f", "-", stdin=text)
-    try:
+    with installed_policy(cluster, "mxjob-certs"):
         yield
-    finally:
-        cluster.kubectl("delete", "-f", "-", "--ignore-not-found", stdin=text)
 
 
 def as_keeper(cluster: Cluster, patch: dict[str, Any]) -> subprocess.CompletedProcess[str]:

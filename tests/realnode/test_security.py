@@ -125,9 +125,14 @@ def token(cluster: Node, account: str, namespace: str) -> str:
 
 
 def test_ttl_controller_token_deletes_mxjobs_and_nothing_else(cluster: Node) -> None:
+    """The TTL controller's token reads MXJobs and deletes them, nothing else; and (issue 37)
+    the ValidatingAdmissionPolicy `mxjob-ttl-controller` refuses its delete of a job that runs,
+    or finished without a TTL: once it could delete every job of every namespace."""
     ttl = token(cluster, "mxjob-ttl-controller", HOOK_NAMESPACE)
     jobs = f"/apis/kubeflow.org/v1/namespaces/{NAMESPACE}/mxjobs"
-    cluster.apply(waiting_job(cluster, "expired", workers=1))
+    expired = waiting_job(cluster, "expired", workers=1)
+    expired["spec"]["runPolicy"] = {"ttlSecondsAfterFinished": 3600}
+    cluster.apply(expired)
     assert api(cluster, ttl, "GET", "/apis/kubeflow.org/v1/mxjobs")[0] == 200
     assert api(cluster, ttl, "GET", f"{jobs}/expired")[0] == 200
     # Forbidden: the status, any other resource; a 403 decides before the object is looked at.
@@ -140,8 +145,18 @@ def test_ttl_controller_token_deletes_mxjobs_and_nothing_else(cluster: Node) -> 
     assert api(cluster, ttl, "GET", f"/api/v1/namespaces/{HOOK_NAMESPACE}/secrets")[0] == 403
     assert api(cluster, ttl, "GET", f"/api/v1/namespaces/{NAMESPACE}/configmaps")[0] == 403
     assert api(cluster, ttl, "POST", f"{jobs}", waiting_job(cluster, "smuggled"))[0] == 403
+    (pid,) = cluster.running_pids("expired", 1).values()
+    code, refused = api(cluster, ttl, "DELETE", f"{jobs}/expired")
+    assert (code, TTL_REFUSAL in refused.get("message", "")) == (403, True), refused
+    cluster.finish(pid)
+    cluster.wait_condition("expired", "Succeeded")
     assert api(cluster, ttl, "DELETE", f"{jobs}/expired")[0] == 200
     cluster.wait_gone("mxjob", "expired")
+
+
+TTL_REFUSAL = (
+    "the TTL controller may delete only a finished MXJob that sets ttlSecondsAfterFinished"
+)
 
 
 def test_metacontroller_stock_account_can_run_mxjobs(cluster: Node) -> None:
@@ -215,13 +230,32 @@ KEPT_TO = "the certificate keeper may change only the conversion webhook's caBun
 
 
 def test_certificate_keeper_token_sets_the_ca_bundle_and_nothing_else(cluster: Node) -> None:
-    """The keeper's token (issue 29): RBAC lets it read and patch the one CRD and its one Secret;
-    the ValidatingAdmissionPolicy `mxjob-certs` lets a patch change the caBundle alone, so the
-    token cannot repoint the conversion webhook, store another version or mark the CRD."""
+    """The keeper's token (issues 29 and 37): RBAC lets it read and patch the one CRD and its
+    two Secrets, and create none: a service-account token Secret it created would be filled
+    with the TTL controller's token. The ValidatingAdmissionPolicy `mxjob-certs` lets a patch
+    change the caBundle alone, so the token cannot repoint the conversion webhook, store
+    another version or mark the CRD."""
     keeper = token(cluster, "mxjob-certs", HOOK_NAMESPACE)
     secrets = f"/api/v1/namespaces/{HOOK_NAMESPACE}/secrets"
-    assert api(cluster, keeper, "GET", f"{secrets}/mxjob-convert-tls")[0] == 200
+    for name in ("mxjob-convert-ca", "mxjob-convert-serving"):
+        assert api(cluster, keeper, "GET", f"{secrets}/{name}")[0] == 200, name
     assert api(cluster, keeper, "GET", secrets)[0] == 403
+    minted = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {
+            "name": "minted",
+            "annotations": {"kubernetes.io/service-account.name": "mxjob-ttl-controller"},
+        },
+        "type": "kubernetes.io/service-account-token",
+    }
+    assert api(cluster, keeper, "POST", secrets, minted)[0] == 403
+    assert (
+        cluster.stack.kubectl(
+            "get", "secret", "minted", "-n", HOOK_NAMESPACE, check=False
+        ).returncode
+        != 0
+    )
     assert (
         api(cluster, keeper, "GET", f"{CRDS}/compositecontrollers.metacontroller.k8s.io")[0] == 403
     )

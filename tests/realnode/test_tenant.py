@@ -14,6 +14,14 @@ measured, before and during the attack.
 
 After: no hook or webhook container restarted, no 5xx in their logs, the hook's memory peak
 under its limit, the bystander synced every time, each attack answered as designed.
+
+The webhook-stall case (issue 37): pods of the tenant send the conversion webhook reviews of
+8 MiB, its body limit, and never read the answers, each holding its connection past the
+webhook's send timeout before sending again. Meanwhile a bystander's job is read at v1alpha1
+(a conversion the API server asks the webhook for) every second: each read must be answered
+within 5 s, no webhook pod may restart or turn unready. Before, three such clients held a
+webhook worker for the answers' send timeout one after the other: a conversion behind them
+waited 35.5 s (the API server gives up at 30 s) and `/readyz` timed out.
 """
 
 import json
@@ -362,3 +370,139 @@ def summary(values: list[float]) -> dict[str, float]:
         "median": round(statistics.median(values), 2),
         "max": round(max(values), 2),
     }
+
+
+# --- the webhook stall (issue 37) -------------------------------------------------------------
+
+#: Pods of the tenant holding the webhook, and for how long, seconds.
+STALLERS = 3
+STALL_SECONDS = 40
+#: The webhook's body limit (manifests/components/conversion/convert.yaml).
+REVIEW_BYTES = 8 * 2**20
+#: How long a bystander's conversion may take, seconds (the API server waits 30).
+CONVERSION_BOUND = 5.0
+#: A staller: a review of stored v1 jobs read at v1alpha1 just under the body limit, sent over
+#: TLS with a 4 KiB receive buffer and never read, the connection held 12 s (past the webhook's
+#: 10 s send timeout), then again until the end; how many it sent, printed as JSON.
+STALLER = r"""
+import json, socket, ssl, sys, time
+end, size = time.time() + float(sys.argv[1]), int(sys.argv[2])
+host = "mxjob-convert.mxjob-system.svc"
+job = {"apiVersion": "kubeflow.org/v1", "kind": "MXJob",
+       "metadata": {"name": "j-000000", "namespace": "t", "uid": "u"},
+       "spec": {"mxReplicaSpecs": {"Worker": {"replicas": 1, "template": {"spec": {
+           "containers": [{"name": "mxnet", "image": "m", "command": ["python", "t.py"]}]}}}}}}
+objects = [dict(job, metadata=dict(job["metadata"], name=f"j-{i:06}"))
+           for i in range(size // (len(json.dumps(job)) + 2))]
+review = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "ConversionReview",
+          "request": {"uid": "stall", "desiredAPIVersion": "kubeflow.org/v1alpha1",
+                      "objects": objects}}
+body = json.dumps(review).encode()
+while len(body) > size:
+    objects.pop()
+    body = json.dumps(review).encode()
+request = (b"POST /convert HTTP/1.1\r\nHost: " + host.encode() +
+           b"\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+context = ssl.create_default_context()
+context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
+sent = 0
+while time.time() < end:
+    raw = socket.socket()
+    raw.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    raw.settimeout(30)
+    try:
+        raw.connect((host, 443))
+        conn = context.wrap_socket(raw, server_hostname=host)
+        conn.sendall(request)
+        sent += 1
+        time.sleep(min(12, max(0, end - time.time())))
+        conn.close()
+    except OSError:
+        time.sleep(0.5)
+    finally:
+        raw.close()
+print(json.dumps({"sent": sent}))
+"""
+
+
+def staller_pod(image: str, index: int) -> dict[str, Any]:
+    pod = attacker_pod(image)
+    pod["metadata"] = {"name": f"stall-{index}"}
+    (container,) = pod["spec"]["containers"]
+    container["command"] = ["python", "-c", STALLER, str(STALL_SECONDS), str(REVIEW_BYTES - 1)]
+    return pod
+
+
+def conversion_latency(cluster: Node, job: str) -> float:
+    """Seconds a read of the job at v1alpha1 takes: the API server asks the webhook."""
+    started = time.monotonic()
+    read = cluster.kubectl(
+        "get", "mxjobs.v1alpha1.kubeflow.org", job, "-n", NAMESPACE, "-o", "json", check=False
+    )
+    took = time.monotonic() - started
+    assert read.returncode == 0, read.stderr
+    assert json.loads(read.stdout)["apiVersion"] == "kubeflow.org/v1alpha1"
+    return took
+
+
+def conversions(cluster: Node, job: str, until: float) -> list[float]:
+    """Conversion latencies of the job, one every ~1 s until `until` (monotonic)."""
+    found: list[float] = []
+    while time.monotonic() < until or not found:
+        found.append(conversion_latency(cluster, job))
+        time.sleep(max(0.0, 1 - found[-1]))
+    return found
+
+
+def readiness(cluster: Node) -> dict[str, str]:
+    """When each webhook pod last turned Ready, by pod name: a probe that failed moves it."""
+    return {
+        p["metadata"]["name"]: next(
+            c["lastTransitionTime"] for c in p["status"]["conditions"] if c["type"] == "Ready"
+        )
+        for p in pods(cluster, "mxjob-convert")
+    }
+
+
+def test_a_tenant_holding_the_webhook_stalls_no_conversion(
+    cluster: Node, tenant: Callable[..., Any]
+) -> None:
+    cluster.apply(waiting_job(cluster, "reader", workers=1))
+    cluster.wait_condition("reader", "Running")
+    before_restarts, before_ready = restarts(cluster), readiness(cluster)
+    started = time.monotonic()
+    calm = conversions(cluster, "reader", time.monotonic() + 5)
+    image = cluster.image("mxjob-base")
+    for index in range(STALLERS):
+        tenant("apply", "-f", "-", stdin=json.dumps(staller_pod(image, index)))
+    wait_for("the stallers running", lambda: stallers_in(tenant, "Running"), 120)
+    stalled = time.monotonic()
+    during = conversions(cluster, "reader", stalled + STALL_SECONDS - 5)
+    wait_for("the stallers done", lambda: stallers_in(tenant, "Succeeded"), STALL_SECONDS + 60)
+    sent = [
+        json.loads(tenant("logs", f"stall-{i}").stdout.strip().splitlines()[-1])["sent"]
+        for i in range(STALLERS)
+    ]
+    errors = server_errors(cluster, started)
+    report = {
+        "bystander conversion before (s)": summary(calm),
+        "bystander conversion during (s)": summary(during),
+        "8 MiB reviews sent and never read": sent,
+        "server errors": len(errors),
+    }
+    print("\ntenant webhook stall: " + json.dumps(report))
+    assert sum(sent) >= STALLERS, sent
+    assert restarts(cluster) == before_restarts
+    assert readiness(cluster) == before_ready
+    assert errors == [], errors[:5]
+    assert max(calm + during) < CONVERSION_BOUND, during
+    cluster.delete("mxjob", "reader")
+
+
+def stallers_in(tenant: Callable[..., Any], wanted: str) -> bool:
+    """Whether every staller pod is in the phase `wanted`."""
+    phases = [
+        tenant("get", "pod", f"stall-{i}", "-o", "jsonpath={.status.phase}").stdout
+        for i in range(STALLERS)
+    ]
+    return all(found == wanted for found in phases)

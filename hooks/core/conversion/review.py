@@ -10,12 +10,21 @@ server then refuses the request that needed it. Objects already at the desired v
 back unchanged; one old version becomes another through v1.
 """
 
+import json
 from dataclasses import dataclass
 from typing import Any, NotRequired, TypedDict
 
 from hooks.core.api import KIND
 from hooks.core.conversion import v1alpha1, v1alpha2
-from hooks.core.conversion.versions import V1, Mapping, UnconvertibleError, from_v1, to_v1
+from hooks.core.conversion.versions import (
+    V1,
+    V1_FIELDS,
+    Mapping,
+    UnconvertibleError,
+    from_v1,
+    to_v1,
+)
+from hooks.core.fields import dig
 
 REVIEW_API_VERSION = "apiextensions.k8s.io/v1"
 REVIEW_KIND = "ConversionReview"
@@ -24,6 +33,10 @@ _MAPPINGS: dict[str, Mapping] = {m.api_version: m for m in (v1alpha1.MAPPING, v1
 SERVED = (*_MAPPINGS, V1)
 SUCCESS = "Success"
 FAILURE = "Failure"
+#: The JSON bytes of old objects with a stash one review may have checked (`answer`): as large
+#: as an object the API server stores (etcd's 1.5 MiB), which it converts one a write, the only
+#: request that brings a stash in; checking costs ~1.5 s of CPU per MiB (docs/security.md).
+MAX_CHECKED_BYTES = 3 * 2**19
 
 
 class ReviewError(ValueError):
@@ -91,7 +104,15 @@ def parse_review(body: object) -> Review:
 
 def answer(review: Review, v1_spec: dict[str, Any] | None = None) -> ConversionReview:
     """Every object at the desired version, or Failure naming the first that cannot be; with
-    the v1 spec's schema, an old object whose stash brings in what v1 refuses cannot be."""
+    the v1 spec's schema, an old object whose stash brings in what v1 refuses cannot be, and a
+    review whose stashes would take more than MAX_CHECKED_BYTES to check fails whole."""
+    checked = _checked_bytes(review) if v1_spec is not None else 0
+    if checked > MAX_CHECKED_BYTES:
+        message = (
+            f"the review holds {checked} bytes of objects whose {V1_FIELDS} must be checked, "
+            f"over the {MAX_CHECKED_BYTES} one review may: send them one at a time"
+        )
+        return _review(review.uid, [], {"status": FAILURE, "message": message})
     converted = []
     for i, obj in enumerate(review.objects):
         try:
@@ -119,6 +140,21 @@ def convert(
         raise UnconvertibleError("apiVersion", f"{source!r} is not served: {', '.join(SERVED)}")
     at_v1 = obj if source == V1 else to_v1(_MAPPINGS[str(source)], obj, v1_spec)
     return at_v1 if desired == V1 else from_v1(_MAPPINGS[desired], at_v1)
+
+
+def _checked_bytes(review: Review) -> int:
+    """The JSON bytes of the review's objects converted up from an old version with a stash:
+    what `to_v1` checks against v1 (one too deep to encode counts as more than any limit)."""
+    total = 0
+    for obj in review.objects:
+        source = obj.get("apiVersion")
+        stashed = dig(obj, "metadata", "annotations", V1_FIELDS) is not None
+        if stashed and source in _MAPPINGS and source != review.desired:
+            try:
+                total += len(json.dumps(obj, separators=(",", ":")))
+            except RecursionError:
+                return MAX_CHECKED_BYTES + 1
+    return total
 
 
 def _reference(obj: dict[str, Any], index: int) -> str:

@@ -92,12 +92,31 @@ def _extensions(node: dict[str, Any], out: dict[str, Any]) -> dict[str, Any]:
     return more
 
 
-def schema_errors(schema: dict[str, Any], value: object) -> list[str]:
-    """`path: message` for every violation of an OpenAPI schema, sorted."""
-    validator = jsonschema.Draft7Validator(to_json_schema(schema), format_checker=FORMATS)
-    return sorted(
-        f"{_path(error.absolute_path)}: {error.message}" for error in validator.iter_errors(value)
-    )
+def schema_errors(schema: dict[str, Any], value: object, at: str = "") -> list[str]:
+    """`path: message` for every violation of an OpenAPI schema, sorted; paths start with `at`
+    (the field the schema is of) when it is given."""
+    first = [at] if at else []
+    errors = _validator(schema).iter_errors(value)
+    return sorted(f"{_path([*first, *error.absolute_path])}: {error.message}" for error in errors)
+
+
+#: Validators made, by the identity of their schema, which each entry keeps alive (so no other
+#: schema can take its id while it is here): a conversion checks every stash of a review against
+#: the one CRD schema, and making its validator was most of a check's cost (docs/security.md).
+_MADE: dict[int, tuple[dict[str, Any], jsonschema.Draft7Validator]] = {}
+#: Schemas whose validators are kept (the webhook's one; tests check against many).
+_KEPT = 8
+
+
+def _validator(schema: dict[str, Any]) -> jsonschema.Draft7Validator:
+    """The JSON Schema validator of an OpenAPI schema, made once per schema object."""
+    made = _MADE.get(id(schema))
+    if made is None or made[0] is not schema:
+        made = (schema, jsonschema.Draft7Validator(to_json_schema(schema), format_checker=FORMATS))
+        if len(_MADE) >= _KEPT:
+            _MADE.clear()
+        _MADE[id(schema)] = made
+    return made[1]
 
 
 def _path(parts: Any) -> str:

@@ -127,8 +127,7 @@ def _refuse_what_it_brings(
 
 def _refused(v1_spec: dict[str, Any], name: str, spec: object) -> set[str]:
     """Every rule a v1 spec breaks, as `path: rule`."""
-    holder = {"type": "object", "properties": {"spec": v1_spec}}
-    found = set(schema_errors(holder, {"spec": spec}))
+    found = set(schema_errors(v1_spec, spec, at="spec"))
     read, problems = load(spec)
     if read is not None:
         problems = validate(name, read)
