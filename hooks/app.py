@@ -140,7 +140,7 @@ def _sync(call: Call, data: bytes) -> Response:
         metrics.outcome(decided.status, invalid=bool(decided.invalid)),
         response_bytes=len(encoded),
         children=len(decided.children),
-        problems=[str(p) for p in decided.invalid[:LISTED]] or None,
+        problems=[str(p) for p in [*decided.invalid, *decided.held][:LISTED]] or None,
     )
     response = body.answer(encoded)
     if etag.tagged(decided.resync_after_seconds):

@@ -4,6 +4,7 @@ the CRD's floor of the answer stays below the real one and names the same ceilin
 
 import copy
 import re
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -13,12 +14,25 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hooks import app, wire
-from hooks.core import budget
+from hooks.core import budget, retention
 from hooks.core.budget import CEILING, MIB
-from hooks.core.request import parse_request
-from hooks.core.sync import sync
-from tests.builders import CONTROLLER, NOW, mxjob, request
+from hooks.core.job import Job
+from hooks.core.request import SyncRequest, parse_request
+from hooks.core.spec import load
+from hooks.core.sync import SyncResponse, sync
+from tests import golden
+from tests.builders import (
+    CONTROLLER,
+    NOW,
+    cluster_after,
+    created,
+    mxjob,
+    request,
+    running,
+    terminated,
+)
 from tests.manifest_support import cel_holds, mxjob_schema
+from testsupport.jobs import as_sent
 from testsupport.server import rss_kib, serve
 
 Json = dict[str, Any]
@@ -75,10 +89,15 @@ def test_the_app_reads_the_budget_from_its_environment(
 
 @st.composite
 def jobs(draw: st.DrawFn) -> Json:
-    """A job of either mode: any replicas, containers with names and images of any length, a
-    command of any size, with or without a gang scheduler and a queue."""
+    """A job of either mode (MXTrain with or without a Scheduler): any replicas, any restart
+    policy, containers with names and images of any length, a command of any size, with or
+    without a gang scheduler and a queue."""
     tune = draw(st.booleans())
-    types = ("TunerTracker", "TunerServer", "Tuner") if tune else ("Scheduler", "Server", "Worker")
+    types: tuple[str, ...] = ("Scheduler", "Server", "Worker")
+    if tune:
+        types = ("TunerTracker", "TunerServer", "Tuner")
+    elif draw(st.booleans()):
+        types = ("Worker",)
     replicas: Json = {}
     for rtype in types:
         single = rtype in ("Scheduler", "TunerTracker", "Tuner")
@@ -93,6 +112,9 @@ def jobs(draw: st.DrawFn) -> Json:
             for name in ["mxnet", *(n for n in names if n != "mxnet")]
         ]
         replicas[rtype] = {"replicas": count, "template": {"spec": {"containers": containers}}}
+        policy = draw(st.sampled_from([None, "Never", "ExitCode", "OnFailure"]))
+        if policy is not None:
+            replicas[rtype]["restartPolicy"] = policy
     job = mxjob(
         name=draw(st.sampled_from(["a", "mnist", "x" * 30])),
         replicas=replicas,
@@ -112,16 +134,45 @@ def controller(gang: str | None) -> Json:
 
 @settings(max_examples=60)
 @given(jobs(), st.sampled_from([None, "scheduling.x-k8s.io/v1alpha1"]))
-def test_the_estimate_bounds_the_first_answer_closely(job: Json, gang: str | None) -> None:
+def test_the_estimate_bounds_the_largest_answer_closely(job: Json, gang: str | None) -> None:
     """Every pod is created at the first sync (with scheduler-plugins too; Volcano waits for
-    its PodGroup), so its answer is what the estimate is of: a budget one byte smaller refuses
-    the job, one a tenth (and 8 KiB for the status and the fixed children) larger does not."""
+    its PodGroup); the largest answer comes once every slot that may be replaced alone is,
+    its failed pod listed beside its replacement (every Worker or TunerServer, one Worker of a
+    ps-lite job). The estimate is of that answer: a budget one byte smaller than it refuses the
+    job, and one a tenth (and 8 KiB for the status and the fixed children) larger does not."""
     body = request(job, controller=controller(gang))
-    answer = len(wire.encode(sync(parse_request(copy.deepcopy(body)), NOW).to_json()))
+    first = sync(parse_request(copy.deepcopy(body)), NOW)
+    replaced = _every_replaceable_slot_replaced(body, first)
+    answer = len(wire.encode(replaced.to_json()))
     below = sync(parse_request(copy.deepcopy(body)), NOW, max_answer_bytes=answer - 1)
     assert below.status["conditions"][-1]["reason"] == "MXJobInvalidSpec"
     above = sync(parse_request(body), NOW, max_answer_bytes=answer + answer // 10 + 8192)
     assert not above.invalid
+
+
+def _every_replaceable_slot_replaced(body: Json, first: SyncResponse) -> SyncResponse:
+    """The answer once the last `budget.doubled` slots of each type failed (137, which every
+    restart policy but Never retries) and their replacements run beside them."""
+    read = _job(parse_request(copy.deepcopy(body)))
+    failing = {
+        f"{read.name}-{rtype.short}-{index}"
+        for rtype, spec in read.spec.replicas.items()
+        for index in range(spec.replicas - budget.doubled(read.spec, rtype), spec.replicas)
+    }
+    pods = [running(c) if c["kind"] == "Pod" else c for c in cluster_after(first)]
+    pods = [terminated(c, 137) if c["metadata"]["name"] in failing else c for c in pods]
+    second = sync(parse_request(copy.deepcopy({**body, "children": _groups(body, pods)})), NOW)
+    known = {c["metadata"]["name"] for c in pods}
+    made = [running(created(c)) for c in second.children if c["metadata"]["name"] not in known]
+    assert {c["kind"] for c in made} <= {"Pod"}
+    assert len(made) == len(failing), second.status["conditions"][-1]
+    both = {**body, "children": _groups(body, pods + made)}
+    return sync(parse_request(both), NOW)
+
+
+def _groups(body: Json, children: list[Json]) -> Json:
+    groups: Json = request(body["parent"], children, controller=body["controller"])["children"]
+    return groups
 
 
 @settings(max_examples=60)
@@ -198,3 +249,95 @@ def _named_size(message: str) -> float:
     found = re.search(r"would be about ([0-9.]+) MiB", message)
     assert found is not None, message
     return float(found[1])
+
+
+def test_a_lowered_budget_holds_every_accepted_job_and_putting_it_back_changes_nothing(
+    fixture_case: Path,
+) -> None:
+    """Every golden moment synced with a budget of one byte (a setting lowered under every job).
+    A job the hook has taken on (it has pods, or a status the hook wrote) and that has not
+    finished is held, never failed: every observed child kept as it is, the latest condition
+    saying why, the same answer on the next sync; and synced again at the default budget with
+    that status it gets exactly the answer it gets without the hold. A job never taken on is
+    refused as before; one finished, refused or handed off is answered as at any budget."""
+    case = golden.load(fixture_case)
+    read = parse_request(copy.deepcopy(case.request))
+    usual = sync(parse_request(copy.deepcopy(case.request)), case.now)
+    lowered = sync(parse_request(copy.deepcopy(case.request)), case.now, max_answer_bytes=1)
+    ran = bool(read.pods or read.previous.conditions)
+    judged = not (read.managed_elsewhere or usual.invalid or _finished(read))
+    if not judged:
+        assert (lowered.status, lowered.children) == (usual.status, usual.children)
+        return
+    if not ran:
+        assert lowered.status["conditions"][-1]["reason"] == "MXJobInvalidSpec"
+        assert lowered.children == retention.keep_all(read)
+        return
+    conditions = lowered.status["conditions"]
+    assert not any(
+        c["type"] in ("Failed", "Succeeded") and c["status"] == "True" for c in conditions
+    )
+    assert lowered.children == retention.keep_all(read)
+    assert lowered.held and not lowered.invalid
+    assert "; held: the hook's answer for this job would be about" in conditions[-1]["message"]
+    assert "(MXJOB_MAX_ANSWER_BYTES)" in conditions[-1]["message"]
+    held_body = _with_status(case.request, as_sent(lowered)["status"])
+    again = sync(parse_request(copy.deepcopy(held_body)), case.now, max_answer_bytes=1)
+    assert (again.status, again.children) == (lowered.status, lowered.children)
+    restored = sync(parse_request(held_body), case.now)
+    assert as_sent(restored) == as_sent(usual)
+
+
+def _finished(read: SyncRequest) -> bool:
+    """Whether the job had finished before this sync: its status or its result record says so."""
+    recorded = any(name.endswith("-mxjob-result") for name in read.config_maps)
+    return read.previous.terminal or recorded
+
+
+def _with_status(body: Json, status: Json) -> Json:
+    changed = copy.deepcopy(body)
+    changed["parent"]["status"] = status
+    return changed
+
+
+def test_a_running_job_is_held_by_a_halved_budget_and_runs_on_once_it_is_put_back(
+    make_client: Any,
+) -> None:
+    """The issue's upgrade: a job accepted at one budget, the hook restarted with half of it
+    (more workers, less memory, a smaller MXJOB_MAX_ANSWER_BYTES). Before, it was Failed for
+    good with MXJobInvalidSpec and its pods left unmanaged; now it keeps every child, says why,
+    and the hook manages it again once the setting is back."""
+    case = golden.load(golden.FIXTURES / "dist-all-running")
+    job = parse_request(copy.deepcopy(case.request))
+    size = sum(budget.estimate(_job(job)).values())
+    usual = make_client(MAX_ANSWER_BYTES=size, CLOCK=lambda: case.now)
+    halved = make_client(MAX_ANSWER_BYTES=size // 2, CLOCK=lambda: case.now)
+    running = _with_status(
+        case.request, usual.post("/sync", json=case.request).get_json()["status"]
+    )
+    accepted = usual.post("/sync", json=running).get_json()
+    held = halved.post("/sync", json=running).get_json()
+    assert held["children"] == _kept(job)
+    last = held["status"]["conditions"][-1]
+    assert (last["type"], last["status"], last["reason"]) == ("Running", "True", "MXJobRunning")
+    assert last["message"] == (
+        "MXJob mnist is running; held: the hook's answer for this job would be about 18.0 KiB "
+        "(Scheduler: 1 of 2.1 KiB, Server: 2 of 2.2 KiB, Worker: 3 of 2.3 KiB, a pod and its "
+        "Service each), over this installation's limit of 9.0 KiB (MXJOB_MAX_ANSWER_BYTES): "
+        "every child is kept as it is, and nothing is created or deleted until it fits again."
+    )
+    back = usual.post("/sync", json=_with_status(running, held["status"])).get_json()
+    assert back == accepted
+
+
+def _kept(read: SyncRequest) -> list[Json]:
+    """Every observed child of a request, as the hook lists a child it keeps."""
+    kept = SyncResponse({"conditions": [], "replicaStatuses": {}}, retention.keep_all(read))
+    children: list[Json] = as_sent(kept)["children"]
+    return children
+
+
+def _job(read: SyncRequest) -> Job:
+    spec, problems = load(read.parent["spec"])
+    assert spec is not None, problems
+    return Job(read.name, read.namespace, spec, read.gang, read.created, read.spec_changed)

@@ -17,13 +17,18 @@ about eight times its size (make bench) must fit its share of the memory limit.
 import json
 from typing import Any
 
+from hooks.core.api import ReplicaType, RestartPolicy
 from hooks.core.build.configmaps import desired_config
 from hooks.core.build.pods import PodMaker
 from hooks.core.build.services import ServiceMaker
+from hooks.core.conditions import HELD_END
+from hooks.core.failure_policy import Action
 from hooks.core.gang import pod_group
 from hooks.core.job import Job
 from hooks.core.naming import Slot
-from hooks.core.spec import Problem
+from hooks.core.restart.rejoin import through_ps_lite
+from hooks.core.restart.runs import WHOLE_JOB_TYPES
+from hooks.core.spec import JobSpec, Problem
 
 MIB = 1024 * 1024
 #: The most any setting allows; the CRD refuses a job whose smallest answer is larger (its CEL
@@ -37,6 +42,8 @@ DECODE_PEAK = 8
 RETURNED = 4
 #: Bytes a pod's name and annotations grow by as it is replaced (`-r<attempt>`, counts).
 REPLACEMENT = 128
+#: The key of `estimate` for the failed pods that replaced slots keep listed.
+REPLACED = "replaced"
 #: Bytes of the status (six conditions, six replica types at most) and the answer's framing.
 STATUS = 4096
 
@@ -52,11 +59,12 @@ def budget(body_limit: int, memory_limit: int | None = None, workers: int = 1) -
 
 def estimate(job: Job) -> dict[str, int]:
     """Bytes of the answer, per replica type (one encoded pod and Service, times its replicas,
-    the last index and a replacement's annotations included), and the `status`, the config
-    `ConfigMap`, the `PodGroup` and the job's one Service (`serviceMode: PerJob`, whose
-    replicas have no Service of their own)."""
+    the last index and a replacement's annotations included), of the failed pods replaced slots
+    keep beside their replacements (`REPLACED`), and of the `status`, the config `ConfigMap`,
+    the `PodGroup` and the job's one Service (`serviceMode: PerJob`, whose replicas have no
+    Service of their own)."""
     pods, services = PodMaker(job), ServiceMaker(job)
-    sizes = {"status": STATUS, "ConfigMap": _size(desired_config(job))}
+    sizes = {"status": STATUS, "ConfigMap": _size(desired_config(job)), REPLACED: 0}
     shared = services.job_service()
     if shared is not None:
         sizes["Service"] = _size(shared)
@@ -66,32 +74,72 @@ def estimate(job: Job) -> dict[str, int]:
         if replica.replicas:
             slot = Slot(rtype, replica.replicas - 1)
             # A replacement's pod, with the rejoin wait where its type has one: the largest.
-            pod = pods.pod(slot, 0, 0, 0, waits=True)
-            each = _size(pod) + _size(services.service(slot)) + REPLACEMENT
-            sizes[rtype.value] = each * replica.replicas
+            pod = _size(pods.pod(slot, 0, 0, 0, waits=True)) + REPLACEMENT
+            sizes[rtype.value] = (pod + _size(services.service(slot))) * replica.replicas
+            sizes[REPLACED] += pod * doubled(job.spec, rtype)
     return sizes
 
 
-def problems(job: Job, limit: int) -> list[Problem]:
-    """The job's answer over `limit`, named with its size and the limit; none within it."""
+def doubled(spec: JobSpec, rtype: ReplicaType) -> int:
+    """How many slots of a type may list two pods at once: a replacement and the failed pod it
+    replaces, which stays listed beside it (hooks/core/restart/slots.py, `plan_slot`). Only
+    Workers and TunerServers are replaced alone, and of a ps-lite job's Workers one per run:
+    the next failure restarts the whole job (docs/restarts.md#one-replaced-worker-per-run)."""
+    if rtype in WHOLE_JOB_TYPES or not _retried_alone(spec, rtype):
+        return 0
+    if rtype is ReplicaType.WORKER and through_ps_lite(spec):
+        return 1
+    return spec.count(rtype)
+
+
+def _retried_alone(spec: JobSpec, rtype: ReplicaType) -> bool:
+    """Whether a failed pod of a type may be replaced alone: its restartPolicy retries, or a
+    failurePolicy rule for it does."""
+    if spec.replicas[rtype].restart_policy is not RestartPolicy.NEVER:
+        return True
+    return any(
+        rule.action not in (Action.FAIL_JOB, Action.RESTART_JOB)
+        and (rule.replica_types is None or rtype in rule.replica_types)
+        for rule in spec.run_policy.failure_rules
+    )
+
+
+def over(job: Job, limit: int) -> str | None:
+    """The job's answer over `limit`, in words naming its size and the limit; None within it."""
     sizes = estimate(job)
     total = sum(sizes.values())
     if total <= limit:
-        return []
+        return None
     each = "a pod" if "Service" in sizes else "a pod and its Service"
     parts = ", ".join(
         f"{rtype.value}: {replica.replicas} of {_shown(sizes[rtype.value] // replica.replicas)}"
         for rtype, replica in job.spec.replicas.items()
         if replica.replicas
     )
-    return [
-        Problem(
-            "spec.mxReplicaSpecs",
-            f"the hook's answer for this job would be about {_shown(total)} ({parts}, {each} "
-            f"each), over this installation's limit of {_shown(limit)} "
-            "(MXJOB_MAX_ANSWER_BYTES): use fewer replicas or a smaller pod template",
-        )
-    ]
+    kept = sizes[REPLACED]
+    beside = f", and {_shown(kept)} of failed pods beside their replacements" if kept else ""
+    return (
+        f"the hook's answer for this job would be about {_shown(total)} ({parts}, {each} "
+        f"each{beside}), over this installation's limit of {_shown(limit)} "
+        "(MXJOB_MAX_ANSWER_BYTES)"
+    )
+
+
+def problems(job: Job, limit: int) -> list[Problem]:
+    """The job's answer over `limit` as a problem of its spec; none within it."""
+    words = over(job, limit)
+    return [] if words is None else [refused(words)]
+
+
+def refused(words: str) -> Problem:
+    """The problem of a job refused for the size `over` put in words."""
+    return Problem("spec.mxReplicaSpecs", f"{words}: use fewer replicas or a smaller pod template")
+
+
+def held(words: str) -> Problem:
+    """Why an accepted job is held, for the size `over` put in words."""
+    kept = f"every child is kept as it is, and nothing is created or deleted {HELD_END}"
+    return Problem("spec.mxReplicaSpecs", f"{words}: {kept}")
 
 
 def _size(child: dict[str, Any] | None) -> int:

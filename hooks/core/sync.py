@@ -53,6 +53,8 @@ class SyncResponse:
     children: list[dict[str, Any]]
     resync_after_seconds: float | None = None
     invalid: list[Problem] = field(default_factory=list)
+    #: Why an accepted job is held as it is (its answer over the budget), if it is.
+    held: list[Problem] = field(default_factory=list)
 
     def to_json(self) -> SyncAnswer:
         """Exactly the keys of docs/http.md: v2 hooks unmarshal strictly."""
@@ -66,23 +68,26 @@ def sync(
     request: SyncRequest, now: datetime, max_answer_bytes: int = budget.DEFAULT
 ) -> SyncResponse:
     """Decide the desired state of one MXJob, by the first state it is in: managed by another
-    controller (left alone), invalid (its answer over `max_answer_bytes` too), finished,
-    suspended, active."""
+    controller (left alone), invalid, finished, over the answer budget `max_answer_bytes`
+    (refused, or held once accepted), suspended, active."""
     if request.managed_elsewhere:
         return SyncResponse(cast(JobStatus, request.previous.written), retention.keep_all(request))
     record = recorded_status(request.config_maps.get(result_name(request.name)))
-    job, problems = _read_job(request, max_answer_bytes)
+    job, problems = _read_job(request)
     if job is None:
         return _invalid(request, problems, record)
     if request.previous.terminal or record is not None:
         return _finished(job, request, record)
+    too_large = budget.over(job, max_answer_bytes)
+    if too_large is not None:
+        return _over_budget(request, too_large)
     if job.spec.run_policy.suspend:
         return _suspended(job, request)
     return _active(job, request, now)
 
 
-def _read_job(request: SyncRequest, max_answer_bytes: int) -> tuple[Job | None, list[Problem]]:
-    """The job of a valid spec whose answer fits the budget, or None and the problems."""
+def _read_job(request: SyncRequest) -> tuple[Job | None, list[Problem]]:
+    """The job of a valid spec, or None and the problems."""
     spec, problems = load(request.parent.get("spec"))
     if spec is not None:
         problems = validate(request.name, spec)
@@ -98,8 +103,23 @@ def _read_job(request: SyncRequest, max_answer_bytes: int) -> tuple[Job | None, 
         spec_changed=request.spec_changed,
         queue=request.queue,
     )
-    too_large = budget.problems(job, max_answer_bytes)
-    return (None, too_large) if too_large else (job, [])
+    return job, []
+
+
+def _over_budget(request: SyncRequest, words: str) -> SyncResponse:
+    """A job whose answer is over the budget: nothing is built from its templates (the budget
+    keeps the hook's memory). One the hook never took on is refused (Failed, nothing created);
+    one it did, whose pods may run, is held, never failed: a setting lowered since, or an edit,
+    must not fail a job that was accepted (docs/security.md#the-answer-budget). Held, every
+    child is kept as it is (their echo is no larger than the request already read) and the
+    latest condition says why, until the job fits again."""
+    if not request.pods and not request.previous.conditions:
+        return _invalid(request, [budget.refused(words)], None)
+    held = budget.held(words)
+    new_status = status.held_status(
+        request.name, request.previous, held.rule, request.created, request.pods
+    )
+    return SyncResponse(new_status, retention.keep_all(request), held=[held])
 
 
 def _invalid(
