@@ -140,7 +140,8 @@ def _sync(call: Call, data: bytes) -> Response:
         return Response(status=304, headers={"ETag": tag})
     parsed = body.sync_request(data)
     call.about_job(parsed)
-    decided = sync(parsed, config["CLOCK"](), config["MAX_ANSWER_BYTES"])
+    room = config["MAX_CONTENT_LENGTH"] - len(data)
+    decided = sync(parsed, config["CLOCK"](), config["MAX_ANSWER_BYTES"], room)
     encoded = wire.encode(decided.to_json())
     call.answered(
         metrics.outcome(decided.status, invalid=bool(decided.invalid)),

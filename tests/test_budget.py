@@ -27,7 +27,9 @@ from tests.builders import (
     cluster_after,
     created,
     mxjob,
+    replica,
     request,
+    run,
     running,
     terminated,
 )
@@ -136,38 +138,53 @@ def controller(gang: str | None) -> Json:
 @given(jobs(), st.sampled_from([None, "scheduling.x-k8s.io/v1alpha1"]))
 def test_the_estimate_bounds_the_largest_answer_closely(job: Json, gang: str | None) -> None:
     """Every pod is created at the first sync (with scheduler-plugins too; Volcano waits for
-    its PodGroup); the largest answer comes once every slot that may be replaced alone is,
-    its failed pod listed beside its replacement (every Worker or TunerServer, one Worker of a
-    ps-lite job). The estimate is of that answer: a budget one byte smaller than it refuses the
-    job, and one a tenth (and 8 KiB for the status and the fixed children) larger does not."""
+    its PodGroup). Larger answers come once every slot that may be replaced alone is (every
+    Worker or TunerServer, one Worker of a ps-lite job), its failed pod listed beside its
+    replacement, and the answer that makes again, with the wait to rejoin, every other Worker
+    of a ps-lite job, which vanished before a sync saw it end (docs/restarts.md#which-pods-wait).
+    The estimate is of the largest: a budget one byte smaller refuses the job, and one a tenth
+    (and 8 KiB for the status and the fixed children) larger does not."""
     body = request(job, controller=controller(gang))
     first = sync(parse_request(copy.deepcopy(body)), NOW)
-    replaced = _every_replaceable_slot_replaced(body, first)
-    answer = len(wire.encode(replaced.to_json()))
+    answer = max(
+        len(wire.encode(a.to_json())) for a in _every_replaceable_slot_replaced(body, first)
+    )
     below = sync(parse_request(copy.deepcopy(body)), NOW, max_answer_bytes=answer - 1)
     assert below.status["conditions"][-1]["reason"] == "MXJobInvalidSpec"
     above = sync(parse_request(body), NOW, max_answer_bytes=answer + answer // 10 + 8192)
     assert not above.invalid
 
 
-def _every_replaceable_slot_replaced(body: Json, first: SyncResponse) -> SyncResponse:
-    """The answer once the last `budget.doubled` slots of each type failed (137, which every
-    restart policy but Never retries) and their replacements run beside them."""
+def _every_replaceable_slot_replaced(body: Json, first: SyncResponse) -> list[SyncResponse]:
+    """The answers once the last `budget.doubled` slots of each type failed (137, which every
+    restart policy but Never retries) and every other Worker vanished: the one that makes them
+    again, and the next, with the replacements running beside the pods they replace."""
     read = _job(parse_request(copy.deepcopy(body)))
     failing = {
         f"{read.name}-{rtype.short}-{index}"
         for rtype, spec in read.spec.replicas.items()
         for index in range(spec.replicas - budget.doubled(read.spec, rtype), spec.replicas)
     }
+    workers = f"{read.name}-worker-"
     pods = [running(c) if c["kind"] == "Pod" else c for c in cluster_after(first)]
     pods = [terminated(c, 137) if c["metadata"]["name"] in failing else c for c in pods]
-    second = sync(parse_request(copy.deepcopy({**body, "children": _groups(body, pods)})), NOW)
-    known = {c["metadata"]["name"] for c in pods}
-    made = [running(created(c)) for c in second.children if c["metadata"]["name"] not in known]
+    vanished = {
+        c["metadata"]["name"]
+        for c in pods
+        if c["kind"] == "Pod" and c["metadata"]["name"].startswith(workers)
+    } - failing
+    kept = [c for c in pods if c["metadata"]["name"] not in vanished or c["kind"] != "Pod"]
+    second = sync(parse_request(copy.deepcopy({**body, "children": _groups(body, kept)})), NOW)
+    known = {(c["kind"], c["metadata"]["name"]) for c in kept}
+    made = [
+        running(created(c))
+        for c in second.children
+        if (c["kind"], c["metadata"]["name"]) not in known
+    ]
     assert {c["kind"] for c in made} <= {"Pod"}
-    assert len(made) == len(failing), second.status["conditions"][-1]
-    both = {**body, "children": _groups(body, pods + made)}
-    return sync(parse_request(both), NOW)
+    assert len(made) == len(failing) + len(vanished), second.status["conditions"][-1]
+    both = {**body, "children": _groups(body, kept + made)}
+    return [second, sync(parse_request(both), NOW)]
 
 
 def _groups(body: Json, children: list[Json]) -> Json:
@@ -341,3 +358,48 @@ def _job(read: SyncRequest) -> Job:
     spec, problems = load(read.parent["spec"])
     assert spec is not None, problems
     return Job(read.name, read.namespace, spec, read.gang, read.created, read.spec_changed)
+
+
+def test_nothing_is_created_that_would_come_back_over_the_body_limit() -> None:
+    """A Worker to replace (exit 137 under ExitCode) beside a request that fills the body limit
+    but for less than its replacement needs once Metacontroller sends it back: the pod is not
+    made (a 413 on every later sync would wedge the job), the job says why, and once there is
+    room (a smaller request, a larger limit) the replacement is made and the words go."""
+    job = mxjob(replicas={"Worker": replica(2, "ExitCode")})
+    first = run(request(job))
+    pods = [running(c) if c["kind"] == "Pod" else c for c in cluster_after(first)]
+    pods = [terminated(c, 137) if c["metadata"]["name"] == "mnist-worker-1" else c for c in pods]
+    body = request(mxjob(replicas=job["spec"]["mxReplicaSpecs"], status=first.status), pods)
+    usual = sync(parse_request(copy.deepcopy(body)), NOW, room=CEILING)
+    (made,) = [c for c in usual.children if c["metadata"]["name"] == "mnist-worker-1-r1"]
+    needed = budget.encoded([made]) * budget.RETURNED
+    crowded = sync(parse_request(copy.deepcopy(body)), NOW, room=needed - 1)
+    names = {c["metadata"]["name"] for c in crowded.children}
+    assert "mnist-worker-1-r1" not in names
+    assert {"mnist-worker-0", "mnist-worker-1"} <= names
+    last = crowded.status["conditions"][-1]
+    assert last["type"] == "Restarting"
+    assert last["message"].endswith(
+        f"; held: the children it would create ({budget.encoded([made]) / 1024:.1f} KiB, about "
+        f"{needed / 1024:.1f} KiB as Metacontroller sends them back) do not fit in the "
+        f"{(needed - 1) / 1024:.1f} KiB left under the hook's body limit "
+        "(MXJOB_MAX_BODY_BYTES): nothing is created until it fits again."
+    ), last["message"]
+    assert sync(parse_request(copy.deepcopy(body)), NOW, room=needed).children == usual.children
+    held_body = _with_status(body, as_sent(crowded)["status"])
+    again = sync(parse_request(copy.deepcopy(held_body)), NOW, room=needed - 1)
+    assert as_sent(again) == as_sent(crowded)
+    assert as_sent(sync(parse_request(held_body), NOW, room=needed)) == as_sent(usual)
+
+
+def test_the_app_gives_the_core_the_room_left_under_its_body_limit(make_client: Any) -> None:
+    """The first sync of a job whose pods would come back over a 64 KiB body limit creates
+    nothing; with 1 MiB it creates them all."""
+    body = request(mxjob(replicas={"Worker": replica(4, command=["x" * 4000])}))
+    small = make_client(MAX_CONTENT_LENGTH=64 * 1024).post("/sync", json=body).get_json()
+    assert small["children"] == []
+    assert (
+        "(MXJOB_MAX_BODY_BYTES): nothing is created" in small["status"]["conditions"][-1]["message"]
+    )
+    large = make_client(MAX_CONTENT_LENGTH=MIB).post("/sync", json=body).get_json()
+    assert len([c for c in large["children"] if c["kind"] == "Pod"]) == 4

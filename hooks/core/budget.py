@@ -14,8 +14,10 @@ so an answer may be a quarter of the body limit, and a body a worker decodes wit
 about eight times its size (make bench) must fit its share of the memory limit.
 """
 
-import json
+from collections.abc import Iterable
 from typing import Any
+
+import msgspec
 
 from hooks.core.api import ReplicaType, RestartPolicy
 from hooks.core.build.configmaps import desired_config
@@ -142,10 +144,27 @@ def held(words: str) -> Problem:
     return Problem("spec.mxReplicaSpecs", f"{words}: {kept}")
 
 
+def crowded(made: int, room: int) -> str | None:
+    """Why `made` bytes of new children leave no `room` under the body limit once they come
+    back (RETURNED times), in words; None when they fit."""
+    if made * RETURNED <= room:
+        return None
+    return (
+        f"the children it would create ({_shown(made)}, about {_shown(made * RETURNED)} as "
+        f"Metacontroller sends them back) do not fit in the {_shown(max(room, 0))} left under "
+        f"the hook's body limit (MXJOB_MAX_BODY_BYTES): nothing is created {HELD_END}"
+    )
+
+
+def encoded(children: Iterable[dict[str, Any]]) -> int:
+    """Bytes of children encoded as the answer lists them."""
+    return sum(_size(child) for child in children)
+
+
 def _size(child: dict[str, Any] | None) -> int:
     if child is None:
         return 0
-    return len(json.dumps(child, ensure_ascii=False, separators=(",", ":")).encode())
+    return len(msgspec.json.encode(child))
 
 
 def _shown(size: int) -> str:

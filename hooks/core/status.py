@@ -233,9 +233,15 @@ def held_status(
     written, the latest one's message extended by `held: <words>`, counting the pods the hook
     keeps. The words are taken off every condition read (`conditions.clean`), so the next sync
     that does not hold the job writes the status it would have written without the hold."""
-    *before, last = created(name, created_at, previous)
+    conditions = created(name, created_at, previous)
+    return holding(_kept(name, previous, conditions, pods, None), words)
+
+
+def holding(status: JobStatus, words: str) -> JobStatus:
+    """A status whose latest condition's message says why the job is held (`held: <words>`)."""
+    *before, last = status["conditions"]
     message = cond.held(last.get("message", ""), words)
-    return _kept(name, previous, [*before, {**last, "message": message}], pods, None)
+    return {**status, "conditions": [*before, {**last, "message": message}]}
 
 
 def _kept(

@@ -65,11 +65,15 @@ class SyncResponse:
 
 
 def sync(
-    request: SyncRequest, now: datetime, max_answer_bytes: int = budget.DEFAULT
+    request: SyncRequest,
+    now: datetime,
+    max_answer_bytes: int = budget.DEFAULT,
+    room: int | None = None,
 ) -> SyncResponse:
     """Decide the desired state of one MXJob, by the first state it is in: managed by another
     controller (left alone), invalid, finished, over the answer budget `max_answer_bytes`
-    (refused, or held once accepted), suspended, active."""
+    (refused, or held once accepted), suspended, active. `room`: the bytes the next request may
+    grow by before the body limit (this request's size from it), when known."""
     if request.managed_elsewhere:
         return SyncResponse(cast(JobStatus, request.previous.written), retention.keep_all(request))
     record = recorded_status(request.config_maps.get(result_name(request.name)))
@@ -83,7 +87,7 @@ def sync(
         return _over_budget(request, too_large)
     if job.spec.run_policy.suspend:
         return _suspended(job, request)
-    return _active(job, request, now)
+    return _active(job, request, now, room)
 
 
 def _read_job(request: SyncRequest) -> tuple[Job | None, list[Problem]]:
@@ -177,10 +181,12 @@ def _finished(job: Job, request: SyncRequest, record: PreviousStatus | None) -> 
     return SyncResponse(final, _unique(kept))
 
 
-def _active(job: Job, request: SyncRequest, now: datetime) -> SyncResponse:
-    """A valid, unsuspended, unfinished job: plan its run, decide, list its children."""
+def _active(job: Job, request: SyncRequest, now: datetime, room: int | None) -> SyncResponse:
+    """A valid, unsuspended, unfinished job: plan its run, decide, list its children; none
+    created when they would not come back within the `room` left under the body limit."""
     previous, pods = request.previous, request.pods
-    record, record_child = runs.observed_record(job, request.config_maps)
+    found = runs.observed_record(job, request.config_maps)
+    record = found[0]
     config = desired_config(job)
     observed_config = request.config_maps.get(config_map_name(job.name))
     plan = runs.plan_run(
@@ -204,7 +210,30 @@ def _active(job: Job, request: SyncRequest, now: datetime) -> SyncResponse:
         listed = [*kept, desired_result(job, new_status), config]
         return SyncResponse(new_status, _unique(listed))
     creating = runs.may_create_run(previous, plan.restart, old=plan.old_alive)
-    keeps_old = not runs.may_delete_old_run(previous, record, plan.plans)
+    listed = _run_children(job, request, plan, config, found, creating=creating)
+    crowded = _crowded(request, listed, room) if creating else None
+    if crowded is not None:
+        # What this answer creates would come back over the body limit, and every sync from
+        # then on would be refused (413): nothing is created until there is room.
+        listed = _run_children(job, request, plan, config, found, creating=False)
+        new_status = status.holding(new_status, crowded)
+    return SyncResponse(new_status, listed, _resync(job, start, plan, pods, now))
+
+
+def _run_children(
+    job: Job,
+    request: SyncRequest,
+    plan: runs.RunPlan,
+    config: dict[str, Any],
+    found: tuple[runs.RunRecord | None, ConfigMap | None],
+    *,
+    creating: bool,
+) -> list[dict[str, Any]]:
+    """The children of an unfinished job's answer: its run's, its run record (`found`: as read,
+    and observed), and the pods of an older run or of slots the spec no longer has while they
+    must stay."""
+    record, record_child = found
+    keeps_old = not runs.may_delete_old_run(request.previous, record, plan.plans)
     # Between runs, once the parent status shows the restart past its record (as for deleting
     # the old run's pods: docs/run-policy.md#stale-cache-safety), or with no restart at all.
     replacing = plan.between_runs and (plan.restart is None or not keeps_old)
@@ -217,7 +246,20 @@ def _active(job: Job, request: SyncRequest, now: datetime) -> SyncResponse:
         listed.append(retention.as_observed(CONFIG_MAP, record_child))
     if keeps_old:
         listed.extend(_echoed(request, plan.old))
-    return SyncResponse(new_status, listed, _resync(job, start, plan, pods, now))
+    return listed
+
+
+def _crowded(request: SyncRequest, listed: list[dict[str, Any]], room: int | None) -> str | None:
+    """Why the children an answer creates (none observed by kind and name) leave no `room`
+    under the body limit once Metacontroller sends them back, if they do
+    (docs/security.md#the-answer-budget)."""
+    if room is None:
+        return None
+    observed = {
+        (key.partition(".")[0], name) for key, group in request.children.items() for name in group
+    }
+    made = budget.encoded(child for child in listed if _key(child) not in observed)
+    return budget.crowded(made, room)
 
 
 def _resync(
