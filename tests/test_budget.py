@@ -51,10 +51,10 @@ FLOOR = next(
 @pytest.mark.parametrize(
     ("body", "memory", "workers", "want"),
     [
-        (256 * MIB, None, 1, 64 * MIB),  # `make run`: a quarter of the default body limit
-        (128 * MIB, 3 * 1024 * MIB, 2, 32 * MIB),  # the manifests: the body limit binds
-        (128 * MIB, 512 * MIB, 2, 8 * MIB),  # a smaller pod: its memory binds
-        (128 * MIB, 512 * MIB, 0, 16 * MIB),  # no workers read: one
+        (256 * MIB, None, 1, 256 * MIB // 6),  # `make run`: a sixth of the default body limit
+        (128 * MIB, 3 * 1024 * MIB, 2, 128 * MIB // 6),  # the manifests: the body limit binds
+        (128 * MIB, 512 * MIB, 2, 32 * MIB // 6),  # a smaller pod: its memory binds
+        (128 * MIB, 512 * MIB, 0, 64 * MIB // 6),  # no workers read: one
         (4096 * MIB, None, 1, CEILING),  # never above the ceiling
     ],
 )
@@ -71,9 +71,9 @@ def test_the_default_is_what_the_default_body_limit_gives() -> None:
 @pytest.mark.parametrize(
     ("env", "want"),
     [
-        ({}, 64 * MIB),
-        ({"MXJOB_MAX_BODY_BYTES": str(128 * MIB)}, 32 * MIB),
-        ({"MXJOB_MEMORY_LIMIT_BYTES": str(3 * 1024 * MIB), "WEB_CONCURRENCY": "4"}, 24 * MIB),
+        ({}, 256 * MIB // 6),
+        ({"MXJOB_MAX_BODY_BYTES": str(128 * MIB)}, 128 * MIB // 6),
+        ({"MXJOB_MEMORY_LIMIT_BYTES": str(3 * 1024 * MIB), "WEB_CONCURRENCY": "4"}, 96 * MIB // 6),
         ({"MXJOB_MAX_ANSWER_BYTES": str(5 * MIB)}, 5 * MIB),
         ({"MXJOB_MAX_ANSWER_BYTES": str(10 * CEILING)}, CEILING),
     ],

@@ -5,13 +5,15 @@ holds one pod per replica, each a copy of its type's template, so a small job as
 replicas of a large template asks for an answer hundreds of times its own size (10000 Servers
 and 10000 Workers of a 150 KB template: 3 GB, past any worker's memory). The answer is
 estimated from the job alone, before any of it is built: one pod and one Service of each
-replica type, encoded, times its replicas, plus the config ConfigMap. A job whose estimate is
-over the budget is invalid, its message naming both figures.
+replica type, encoded, times its replicas, the failed pods replaced slots keep beside their
+replacements, plus the config ConfigMap. A job the hook has not taken on whose estimate is over
+the budget is invalid, its message naming both figures; one it has is held (hooks/core/sync.py).
 
-The budget follows the worker's memory: what comes back as the next request is about twice the
-answer (Metacontroller keeps a copy of each child it applied) and more (status, managedFields),
-so an answer may be a quarter of the body limit, and a body a worker decodes with a peak of
-about eight times its size (make bench) must fit its share of the memory limit.
+The budget follows the worker's memory: what comes back as the next request is up to RETURNED
+times the answer (measured on the KWOK tier: Metacontroller's copy of each child it applied,
+the kubelet's status, managedFields), so an answer may be that part of the body limit, and a
+body a worker decodes with a peak of about eight times its size (make bench) must fit its share
+of the memory limit.
 """
 
 from collections.abc import Iterable
@@ -36,12 +38,15 @@ MIB = 1024 * 1024
 #: The most any setting allows; the CRD refuses a job whose smallest answer is larger (its CEL
 #: floor names this number; tests/test_budget.py keeps them equal).
 CEILING = 256 * MIB
-#: Without a setting: a quarter of the default body limit (hooks/app.py), as `budget` gives.
-DEFAULT = 64 * MIB
 #: What a worker holds while decoding a body, in bodies (make bench: ~8x at 1000 replicas).
 DECODE_PEAK = 8
-#: What comes back of an answer, in answers: each child and Metacontroller's copy of it.
-RETURNED = 4
+#: What comes back of an answer, in answers: each child as the API server stores it, with
+#: Metacontroller's copy of what it applied, the kubelet's status and managedFields (measured
+#: on the KWOK tier with a kubelet's status: up to 5.4 for small pods, 2.8 for 20 KB ones;
+#: tests/e2e/test_budget.py).
+RETURNED = 6
+#: Without a setting: what the default body limit (hooks/app.py) gives, as `budget` does.
+DEFAULT = 256 * MIB // RETURNED
 #: Bytes a pod's name and annotations grow by as it is replaced (`-r<attempt>`, counts).
 REPLACEMENT = 128
 #: The key of `estimate` for the failed pods that replaced slots keep listed.
@@ -51,8 +56,9 @@ STATUS = 4096
 
 
 def budget(body_limit: int, memory_limit: int | None = None, workers: int = 1) -> int:
-    """The answer budget of a worker: a quarter of what it may be sent back, which is the body
-    limit or, when the memory limit is known, a body it can decode in its share of it."""
+    """The answer budget of a worker: the RETURNED-th part of what it may be sent back, which
+    is the body limit or, when the memory limit is known, a body it can decode in its share of
+    it."""
     returned = body_limit
     if memory_limit is not None:
         returned = min(returned, memory_limit // max(workers, 1) // DECODE_PEAK)
