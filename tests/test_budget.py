@@ -21,20 +21,9 @@ from hooks.core.request import SyncRequest, parse_request
 from hooks.core.spec import load
 from hooks.core.sync import SyncResponse, sync
 from tests import golden
-from tests.builders import (
-    CONTROLLER,
-    NOW,
-    cluster_after,
-    created,
-    mxjob,
-    replica,
-    request,
-    run,
-    running,
-    terminated,
-)
+from tests.builders import CONTROLLER, NOW, cluster_after, created, mxjob, running, terminated
 from tests.manifest_support import cel_holds, mxjob_schema
-from testsupport.jobs import as_sent
+from testsupport.jobs import as_sent, replica, request, run
 from testsupport.server import rss_kib, serve
 
 Json = dict[str, Any]
