@@ -84,7 +84,7 @@ def sync(
         return _finished(job, request, record)
     too_large = budget.over(job, max_answer_bytes)
     if too_large is not None:
-        return _over_budget(request, too_large)
+        return _over_budget(job, request, too_large)
     if job.spec.run_policy.suspend:
         return _suspended(job, request)
     return _active(job, request, now, room)
@@ -110,15 +110,18 @@ def _read_job(request: SyncRequest) -> tuple[Job | None, list[Problem]]:
     return job, []
 
 
-def _over_budget(request: SyncRequest, words: str) -> SyncResponse:
+def _over_budget(job: Job, request: SyncRequest, words: str) -> SyncResponse:
     """A job whose answer is over the budget: nothing is built from its templates (the budget
     keeps the hook's memory). One the hook never took on is refused (Failed, nothing created);
-    one it did, whose pods may run, is held, never failed: a setting lowered since, or an edit,
-    must not fail a job that was accepted (docs/security.md#the-answer-budget). Held, every
-    child is kept as it is (their echo is no larger than the request already read) and the
-    latest condition says why, until the job fits again."""
+    one it did, whose pods may run, is never failed: a setting lowered since, or an edit, must
+    not fail a job that was accepted (docs/security.md#the-answer-budget). It may be suspended
+    (that answer is its config alone); else it is held: every child kept as it is (their echo
+    is no larger than the request already read), the latest condition saying why, until the
+    job fits again."""
     if not request.pods and not request.previous.conditions:
         return _invalid(request, [budget.refused(words)], None)
+    if job.spec.run_policy.suspend:
+        return _suspended(job, request)
     held = budget.held(words)
     new_status = status.held_status(
         request.name, request.previous, held.rule, request.created, request.pods
