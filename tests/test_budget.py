@@ -369,7 +369,9 @@ def test_nothing_is_created_that_would_come_back_over_the_body_limit() -> None:
     usual = sync(parse_request(copy.deepcopy(body)), NOW, room=CEILING)
     (made,) = [c for c in usual.children if c["metadata"]["name"] == "mnist-worker-1-r1"]
     needed = budget.encoded([made]) * budget.RETURNED
-    crowded = sync(parse_request(copy.deepcopy(body)), NOW, room=needed - 1)
+    # The room left by the job's observed children; the job's own share is in RETURNED.
+    parent = budget.encoded([body["parent"]])
+    crowded = sync(parse_request(copy.deepcopy(body)), NOW, room=needed - 1 - parent)
     names = {c["metadata"]["name"] for c in crowded.children}
     assert "mnist-worker-1-r1" not in names
     assert {"mnist-worker-0", "mnist-worker-1"} <= names
@@ -378,14 +380,17 @@ def test_nothing_is_created_that_would_come_back_over_the_body_limit() -> None:
     assert last["message"].endswith(
         f"; held: the children it would create ({budget.encoded([made]) / 1024:.1f} KiB, about "
         f"{needed / 1024:.1f} KiB as Metacontroller sends them back) do not fit in the "
-        f"{(needed - 1) / 1024:.1f} KiB left under the hook's body limit "
+        f"{(needed - 1) / 1024:.1f} KiB its other children leave under the hook's body limit "
         "(MXJOB_MAX_BODY_BYTES): nothing is created until it fits again."
     ), last["message"]
-    assert sync(parse_request(copy.deepcopy(body)), NOW, room=needed).children == usual.children
+    roomy = sync(parse_request(copy.deepcopy(body)), NOW, room=needed - parent)
+    assert roomy.children == usual.children
     held_body = _with_status(body, as_sent(crowded)["status"])
-    again = sync(parse_request(copy.deepcopy(held_body)), NOW, room=needed - 1)
+    parent = budget.encoded([held_body["parent"]])
+    again = sync(parse_request(copy.deepcopy(held_body)), NOW, room=needed - 1 - parent)
     assert as_sent(again) == as_sent(crowded)
-    assert as_sent(sync(parse_request(held_body), NOW, room=needed)) == as_sent(usual)
+    restored = sync(parse_request(held_body), NOW, room=needed - parent)
+    assert as_sent(restored) == as_sent(usual)
 
 
 def test_the_app_gives_the_core_the_room_left_under_its_body_limit(make_client: Any) -> None:
@@ -399,3 +404,23 @@ def test_the_app_gives_the_core_the_room_left_under_its_body_limit(make_client: 
     )
     large = make_client(MAX_CONTENT_LENGTH=MIB).post("/sync", json=body).get_json()
     assert len([c for c in large["children"] if c["kind"] == "Pod"]) == 4
+
+
+def test_a_job_within_the_budget_has_room_for_its_first_pods_however_large_its_spec(
+    make_client: Any,
+) -> None:
+    """A job of three 40 KB templates whose estimate is the budget, under a body limit of
+    RETURNED budgets: its first request (the job alone, its spec, kubectl's copy of it) leaves
+    less than RETURNED times its pods, but the job's own share of what comes back is in
+    RETURNED already, so every pod is made."""
+    big = {"Scheduler": replica(1, command=["x" * 40_000])}
+    big |= {rtype: replica(1, command=["y" * 40_000]) for rtype in ("Server", "Worker")}
+    job = mxjob(replicas=big)
+    job["metadata"]["annotations"] = {
+        "kubectl.kubernetes.io/last-applied-configuration": "z" * 120_000
+    }
+    limit = sum(budget.estimate(_job(parse_request(request(job)))).values())
+    client = make_client(MAX_CONTENT_LENGTH=limit * budget.RETURNED, MAX_ANSWER_BYTES=limit)
+    answer = client.post("/sync", json=request(job)).get_json()
+    assert len([c for c in answer["children"] if c["kind"] == "Pod"]) == 3
+    assert "held" not in answer["status"]["conditions"][-1]["message"]

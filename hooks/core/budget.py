@@ -151,14 +151,16 @@ def held(words: str) -> Problem:
 
 
 def crowded(made: int, room: int) -> str | None:
-    """Why `made` bytes of new children leave no `room` under the body limit once they come
-    back (RETURNED times), in words; None when they fit."""
+    """Why `made` bytes of new children do not fit in the `room` the job's other children
+    leave under the body limit once they come back (RETURNED times), in words; None when they
+    fit."""
     if made * RETURNED <= room:
         return None
     return (
         f"the children it would create ({_shown(made)}, about {_shown(made * RETURNED)} as "
-        f"Metacontroller sends them back) do not fit in the {_shown(max(room, 0))} left under "
-        f"the hook's body limit (MXJOB_MAX_BODY_BYTES): nothing is created {HELD_END}"
+        f"Metacontroller sends them back) do not fit in the {_shown(max(room, 0))} its other "
+        f"children leave under the hook's body limit (MXJOB_MAX_BODY_BYTES): nothing is "
+        f"created {HELD_END}"
     )
 
 

@@ -255,14 +255,16 @@ def _run_children(
 def _crowded(request: SyncRequest, listed: list[dict[str, Any]], room: int | None) -> str | None:
     """Why the children an answer creates (none observed by kind and name) leave no `room`
     under the body limit once Metacontroller sends them back, if they do
-    (docs/security.md#the-answer-budget)."""
+    (docs/security.md#the-answer-budget). The job's own share of what comes back is in
+    budget.RETURNED already, so the room counts from what its observed children take: a job
+    within the budget always has room for its first pods, however large its spec."""
     if room is None:
         return None
     observed = {
         (key.partition(".")[0], name) for key, group in request.children.items() for name in group
     }
     made = budget.encoded(child for child in listed if _key(child) not in observed)
-    return budget.crowded(made, room)
+    return budget.crowded(made, room + budget.encoded([request.parent]))
 
 
 def _resync(
