@@ -72,16 +72,22 @@ class Hook:
         ]
 
 
+#: The module's jobs, deleted after it.
+JOBS = ("e2e-edge", "e2e-edge-alone", "e2e-halved")
+
+
 @pytest.fixture(scope="module")
 def hook(cluster: Cluster, hook_port: int) -> Iterator[Hook]:
     """The module's hook, and the CompositeController calling it (the session's hook again
-    afterwards)."""
+    afterwards, the module's jobs deleted)."""
     ours = Hook(free_port())
     ours.start()
     try:
         cluster.kubectl("apply", "-f", "-", stdin=local_controller(ours.port))
         yield ours
     finally:
+        for name in JOBS:
+            cluster.delete("mxjob", name)
         cluster.kubectl("apply", "-f", "-", stdin=local_controller(hook_port))
         ours.stop()
 
