@@ -23,6 +23,7 @@ from hooks.core.sync import SyncResponse, sync
 from tests import golden
 from tests.builders import CONTROLLER, NOW, cluster_after, created, mxjob, running, terminated
 from tests.manifest_support import cel_holds, mxjob_schema
+from testsupport.fuzzing import deep
 from testsupport.jobs import as_sent, replica, request, run
 from testsupport.server import rss_kib, serve
 
@@ -424,3 +425,16 @@ def test_a_job_within_the_budget_has_room_for_its_first_pods_however_large_its_s
     answer = client.post("/sync", json=request(job)).get_json()
     assert len([c for c in answer["children"] if c["kind"] == "Pod"]) == 3
     assert "held" not in answer["status"]["conditions"][-1]["message"]
+
+
+@pytest.mark.usefixtures("default_recursion_limit")
+def test_a_job_nested_too_deep_to_measure_is_held_for_want_of_room_not_a_500() -> None:
+    """The job's own share is measured only when its new children do not fit without it; a
+    status nested 1000 levels deep (which the hook reads as none) is not measured, and the
+    job gets no room back (the fuzz campaign's deep parent status found the 500)."""
+    job = mxjob(replicas={"Worker": replica(2)}, status={"conditions": deep(1000)})
+    crowded = sync(parse_request(request(job)), NOW, room=1024)
+    assert crowded.children == []
+    assert (
+        "(MXJOB_MAX_BODY_BYTES): nothing is created" in crowded.status["conditions"][-1]["message"]
+    )

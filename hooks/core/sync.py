@@ -23,6 +23,7 @@ from hooks.core.build.services import ServiceMaker, same_service
 from hooks.core.children import Child, ConfigMap, PodGroup
 from hooks.core.failure_policy import start_deadline
 from hooks.core.failures import last_failure
+from hooks.core.fields import too_deep
 from hooks.core.job import Job
 from hooks.core.naming import Slot, config_map_name, result_name
 from hooks.core.observed import ObservedPod, lost_at
@@ -257,14 +258,18 @@ def _crowded(request: SyncRequest, listed: list[dict[str, Any]], room: int | Non
     under the body limit once Metacontroller sends them back, if they do
     (docs/security.md#the-answer-budget). The job's own share of what comes back is in
     budget.RETURNED already, so the room counts from what its observed children take: a job
-    within the budget always has room for its first pods, however large its spec."""
+    within the budget always has room for its first pods, however large its spec (one nested
+    too deep to be measured gets no room back)."""
     if room is None:
         return None
     observed = {
         (key.partition(".")[0], name) for key, group in request.children.items() for name in group
     }
     made = budget.encoded(child for child in listed if _key(child) not in observed)
-    return budget.crowded(made, room + budget.encoded([request.parent]))
+    if budget.crowded(made, room) is None:
+        return None
+    own = 0 if too_deep(request.parent) is not None else budget.encoded([request.parent])
+    return budget.crowded(made, room + own)
 
 
 def _resync(
