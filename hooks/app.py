@@ -11,7 +11,7 @@ result. A 500 is a bug: logged with its traceback and the job, counted (`outcome
 
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -101,6 +101,11 @@ def answer_budget(body_limit: int) -> int:
     return budget.budget(body_limit, int(memory) if memory else None, workers)
 
 
+def sync_tag(config: Mapping[str, Any], data: bytes) -> str:
+    """The ETag of a sync answer: of the body, and of the settings the answer depends on."""
+    return etag.of(HOOK, data, (config["MAX_ANSWER_BYTES"], config["MAX_CONTENT_LENGTH"]))
+
+
 def _door(hook: str, handle: Callable[[Call, bytes], Response]) -> Callable[[], Response]:
     """The view of `hook`: read the body, let `handle` answer it, answer what it raises; the
     call counted and logged once, whatever the outcome."""
@@ -128,19 +133,21 @@ def _door(hook: str, handle: Callable[[Call, bytes], Response]) -> Callable[[], 
 
 def _sync(call: Call, data: bytes) -> Response:
     """Metacontroller's sync: 304 for a body already answered, else decode, decide, encode."""
-    tag = etag.of(HOOK, data)
+    config = current_app.config
+    tag = sync_tag(config, data)
     if etag.matches(request.headers.get("If-None-Match"), tag):
         call.answered(metrics.NOT_MODIFIED, status=304)
         return Response(status=304, headers={"ETag": tag})
     parsed = body.sync_request(data)
     call.about_job(parsed)
-    decided = sync(parsed, current_app.config["CLOCK"](), current_app.config["MAX_ANSWER_BYTES"])
+    room = config["MAX_CONTENT_LENGTH"] - len(data)
+    decided = sync(parsed, config["CLOCK"](), config["MAX_ANSWER_BYTES"], room)
     encoded = wire.encode(decided.to_json())
     call.answered(
         metrics.outcome(decided.status, invalid=bool(decided.invalid)),
         response_bytes=len(encoded),
         children=len(decided.children),
-        problems=[str(p) for p in decided.invalid[:LISTED]] or None,
+        problems=[str(p) for p in [*decided.invalid, *decided.held][:LISTED]] or None,
     )
     response = body.answer(encoded)
     if etag.tagged(decided.resync_after_seconds):

@@ -8,8 +8,7 @@ from typing import Any
 import pytest
 from prometheus_client import REGISTRY
 
-from hooks import etag
-from hooks.app import create_app
+from hooks.app import create_app, sync_tag
 from tests import conversion_cases
 from tests.builders import NOW, mxjob, replica, request
 from tests.test_logs import captured
@@ -55,7 +54,12 @@ CASES = {
         {"problems": None, "response_bytes": None},
     ),
     "sync-not-modified": Case(
-        "/sync", SYNC, 304, "not_modified", "info", headers={"If-None-Match": etag.of("sync", SYNC)}
+        "/sync",
+        SYNC,
+        304,
+        "not_modified",
+        "info",
+        headers={"If-None-Match": sync_tag(create_app().config, SYNC)},
     ),
     "sync-malformed": Case(
         "/sync", b"{", 400, "rejected", "warning", {"error": "malformed_json", "reason": None}

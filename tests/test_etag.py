@@ -10,7 +10,7 @@ from flask.testing import FlaskClient
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hooks import etag
+from hooks import app
 from tests.builders import NOW, created, mxjob, request, run
 from tests.test_http import JSON
 from tests.test_properties import PROFILE, states
@@ -33,7 +33,7 @@ def test_an_answer_carries_the_tag_of_its_body_and_the_same_body_gets_304(
     data = running_job()
     first = send(client, data)
     tag = first.headers["ETag"]
-    assert first.status_code == 200 and tag == etag.of("sync", data)
+    assert first.status_code == 200 and tag == app.sync_tag(client.application.config, data)
     again = send(client, data, tag=tag)
     assert again.status_code == 304
     assert again.data == b""
@@ -81,7 +81,7 @@ def test_a_deadline_passed_is_tagged_again(
     assert "resyncAfterSeconds" not in answer.get_json()
     reasons = [c.get("reason") for c in answer.get_json()["status"]["conditions"]]
     assert "DeadlineExceeded" in reasons
-    assert answer.headers["ETag"] == etag.of("sync", data)
+    assert answer.headers["ETag"] == app.sync_tag(late.application.config, data)
 
 
 def test_refused_requests_are_not_tagged(
@@ -102,3 +102,19 @@ def test_an_answer_without_resync_does_not_depend_on_the_clock(
     now = run(body, NOW)
     if now.resync_after_seconds is None:
         assert now.to_json() == run(body, NOW + timedelta(seconds=seconds)).to_json()
+
+
+def test_a_hook_with_another_budget_answers_in_full(
+    make_client: Callable[..., FlaskClient],
+) -> None:
+    """A job held by a lowered budget must not stay held, from Metacontroller's cache, once
+    the hook is restarted with the budget put back (nor run on unheld when it is lowered)."""
+    data = running_job()
+    usual, lowered = make_client(), make_client(MAX_ANSWER_BYTES=1)
+    tag = send(usual, data).headers["ETag"]
+    held = send(lowered, data, tag=tag)
+    assert held.status_code == 200, "answered from the old budget's cache"
+    assert "; held: " in held.get_json()["status"]["conditions"][-1]["message"]
+    back = send(usual, data, tag=held.headers["ETag"])
+    assert back.status_code == 200
+    assert "; held: " not in back.get_json()["status"]["conditions"][-1]["message"]

@@ -29,6 +29,9 @@ class Condition(TypedDict, total=False):
 
 #: The keys a condition may have.
 _KEYS = ("type", "status", "reason", "message", "lastUpdateTime", "lastTransitionTime")
+#: How the words of a hold begin and end, in the message of a held job's latest condition
+#: (`held`; docs/security.md#the-answer-budget).
+HELD, HELD_END = "held: ", "until it fits again"
 
 
 def clean(conditions: object) -> list[Condition]:
@@ -37,13 +40,27 @@ def clean(conditions: object) -> list[Condition]:
     if not isinstance(conditions, list):
         return []
     return [
-        cast(Condition, {k: c[k] for k in _KEYS if isinstance(c.get(k), str)})
+        cast(Condition, {k: _unheld(k, c[k]) for k in _KEYS if isinstance(c.get(k), str)})
         for c in conditions
         if isinstance(c, dict)
         and isinstance(c.get("type"), str)
         and c["type"] in known
         and c.get("status") in tuple(ConditionStatus)
     ]
+
+
+def held(message: str, words: str) -> str:
+    """A condition message extended by why the job is held (`words` end with HELD_END)."""
+    return extended(message, HELD + words)
+
+
+def _unheld(key: str, value: str) -> str:
+    """A condition's value as read, a message without the words of a hold: the hook writes each
+    condition again as if the job had never been held, and finds a restart's step in it."""
+    if key != "message" or not value.endswith(f"{HELD_END}."):
+        return value
+    cut = value.rfind(f"; {HELD}")
+    return value if cut < 0 else f"{value[:cut]}."
 
 
 def extended(message: str, words: str) -> str:

@@ -219,11 +219,45 @@ def invalid_status(
     latest_attempts = [attempts[-1] for attempts in pods.values() if attempts]
     running = any(p.phase not in FINISHED_PHASES for p in latest_attempts)
     ended = latest(changed_at, *(p.last_event for ps in pods.values() for p in ps))
+    return _kept(name, previous, conditions, pods, None if running else _stamp(ended))
+
+
+def held_status(
+    name: str,
+    previous: PreviousStatus,
+    words: str,
+    created_at: datetime | None,
+    pods: dict[Slot, list[ObservedPod]],
+) -> JobStatus:
+    """A job the hook holds as it is (docs/security.md#the-answer-budget): its conditions as
+    written, the latest one's message extended by `held: <words>`, counting the pods the hook
+    keeps. The words are taken off every condition read (`conditions.clean`), so the next sync
+    that does not hold the job writes the status it would have written without the hold."""
+    conditions = created(name, created_at, previous)
+    return holding(_kept(name, previous, conditions, pods, None), words)
+
+
+def holding(status: JobStatus, words: str) -> JobStatus:
+    """A status whose latest condition's message says why the job is held (`held: <words>`)."""
+    *before, last = status["conditions"]
+    message = cond.held(last.get("message", ""), words)
+    return {**status, "conditions": [*before, {**last, "message": message}]}
+
+
+def _kept(
+    name: str,
+    previous: PreviousStatus,
+    conditions: list[cond.Condition],
+    pods: dict[Slot, list[ObservedPod]],
+    completion: str | None,
+) -> JobStatus:
+    """The status of a job whose observed children are kept as they are: its start and last
+    failure as written, its replicas counted from the pods kept."""
     return _assemble(
         conditions,
         _kept_counts(name, previous, pods),
         _stamp(previous.start),
-        None if running else _stamp(ended),
+        completion,
         carried_failure(name, previous),
     )
 

@@ -23,6 +23,7 @@ from hooks.core.build.services import ServiceMaker, same_service
 from hooks.core.children import Child, ConfigMap, PodGroup
 from hooks.core.failure_policy import start_deadline
 from hooks.core.failures import last_failure
+from hooks.core.fields import too_deep
 from hooks.core.job import Job
 from hooks.core.naming import Slot, config_map_name, result_name
 from hooks.core.observed import ObservedPod, lost_at
@@ -53,6 +54,8 @@ class SyncResponse:
     children: list[dict[str, Any]]
     resync_after_seconds: float | None = None
     invalid: list[Problem] = field(default_factory=list)
+    #: Why an accepted job is held as it is (its answer over the budget), if it is.
+    held: list[Problem] = field(default_factory=list)
 
     def to_json(self) -> SyncAnswer:
         """Exactly the keys of docs/http.md: v2 hooks unmarshal strictly."""
@@ -63,26 +66,33 @@ class SyncResponse:
 
 
 def sync(
-    request: SyncRequest, now: datetime, max_answer_bytes: int = budget.DEFAULT
+    request: SyncRequest,
+    now: datetime,
+    max_answer_bytes: int = budget.DEFAULT,
+    room: int | None = None,
 ) -> SyncResponse:
     """Decide the desired state of one MXJob, by the first state it is in: managed by another
-    controller (left alone), invalid (its answer over `max_answer_bytes` too), finished,
-    suspended, active."""
+    controller (left alone), invalid, finished, over the answer budget `max_answer_bytes`
+    (refused, or held once accepted), suspended, active. `room`: the bytes the next request may
+    grow by before the body limit (this request's size from it), when known."""
     if request.managed_elsewhere:
         return SyncResponse(cast(JobStatus, request.previous.written), retention.keep_all(request))
     record = recorded_status(request.config_maps.get(result_name(request.name)))
-    job, problems = _read_job(request, max_answer_bytes)
+    job, problems = _read_job(request)
     if job is None:
         return _invalid(request, problems, record)
     if request.previous.terminal or record is not None:
         return _finished(job, request, record)
+    too_large = budget.over(job, max_answer_bytes)
+    if too_large is not None:
+        return _over_budget(job, request, too_large)
     if job.spec.run_policy.suspend:
         return _suspended(job, request)
-    return _active(job, request, now)
+    return _active(job, request, now, room)
 
 
-def _read_job(request: SyncRequest, max_answer_bytes: int) -> tuple[Job | None, list[Problem]]:
-    """The job of a valid spec whose answer fits the budget, or None and the problems."""
+def _read_job(request: SyncRequest) -> tuple[Job | None, list[Problem]]:
+    """The job of a valid spec, or None and the problems."""
     spec, problems = load(request.parent.get("spec"))
     if spec is not None:
         problems = validate(request.name, spec)
@@ -98,8 +108,26 @@ def _read_job(request: SyncRequest, max_answer_bytes: int) -> tuple[Job | None, 
         spec_changed=request.spec_changed,
         queue=request.queue,
     )
-    too_large = budget.problems(job, max_answer_bytes)
-    return (None, too_large) if too_large else (job, [])
+    return job, []
+
+
+def _over_budget(job: Job, request: SyncRequest, words: str) -> SyncResponse:
+    """A job whose answer is over the budget: nothing is built from its templates (the budget
+    keeps the hook's memory). One the hook never took on is refused (Failed, nothing created);
+    one it did, whose pods may run, is never failed: a setting lowered since, or an edit, must
+    not fail a job that was accepted (docs/security.md#the-answer-budget). It may be suspended
+    (that answer is its config alone); else it is held: every child kept as it is (their echo
+    is no larger than the request already read), the latest condition saying why, until the
+    job fits again."""
+    if not request.pods and not request.previous.conditions:
+        return _invalid(request, [budget.refused(words)], None)
+    if job.spec.run_policy.suspend:
+        return _suspended(job, request)
+    held = budget.held(words)
+    new_status = status.held_status(
+        request.name, request.previous, held.rule, request.created, request.pods
+    )
+    return SyncResponse(new_status, retention.keep_all(request), held=[held])
 
 
 def _invalid(
@@ -157,10 +185,12 @@ def _finished(job: Job, request: SyncRequest, record: PreviousStatus | None) -> 
     return SyncResponse(final, _unique(kept))
 
 
-def _active(job: Job, request: SyncRequest, now: datetime) -> SyncResponse:
-    """A valid, unsuspended, unfinished job: plan its run, decide, list its children."""
+def _active(job: Job, request: SyncRequest, now: datetime, room: int | None) -> SyncResponse:
+    """A valid, unsuspended, unfinished job: plan its run, decide, list its children; none
+    created when they would not come back within the `room` left under the body limit."""
     previous, pods = request.previous, request.pods
-    record, record_child = runs.observed_record(job, request.config_maps)
+    found = runs.observed_record(job, request.config_maps)
+    record = found[0]
     config = desired_config(job)
     observed_config = request.config_maps.get(config_map_name(job.name))
     plan = runs.plan_run(
@@ -184,7 +214,30 @@ def _active(job: Job, request: SyncRequest, now: datetime) -> SyncResponse:
         listed = [*kept, desired_result(job, new_status), config]
         return SyncResponse(new_status, _unique(listed))
     creating = runs.may_create_run(previous, plan.restart, old=plan.old_alive)
-    keeps_old = not runs.may_delete_old_run(previous, record, plan.plans)
+    listed = _run_children(job, request, plan, config, found, creating=creating)
+    crowded = _crowded(request, listed, room) if creating else None
+    if crowded is not None:
+        # What this answer creates would come back over the body limit, and every sync from
+        # then on would be refused (413): nothing is created until there is room.
+        listed = _run_children(job, request, plan, config, found, creating=False)
+        new_status = status.holding(new_status, crowded)
+    return SyncResponse(new_status, listed, _resync(job, start, plan, pods, now))
+
+
+def _run_children(
+    job: Job,
+    request: SyncRequest,
+    plan: runs.RunPlan,
+    config: dict[str, Any],
+    found: tuple[runs.RunRecord | None, ConfigMap | None],
+    *,
+    creating: bool,
+) -> list[dict[str, Any]]:
+    """The children of an unfinished job's answer: its run's, its run record (`found`: as read,
+    and observed), and the pods of an older run or of slots the spec no longer has while they
+    must stay."""
+    record, record_child = found
+    keeps_old = not runs.may_delete_old_run(request.previous, record, plan.plans)
     # Between runs, once the parent status shows the restart past its record (as for deleting
     # the old run's pods: docs/run-policy.md#stale-cache-safety), or with no restart at all.
     replacing = plan.between_runs and (plan.restart is None or not keeps_old)
@@ -197,7 +250,26 @@ def _active(job: Job, request: SyncRequest, now: datetime) -> SyncResponse:
         listed.append(retention.as_observed(CONFIG_MAP, record_child))
     if keeps_old:
         listed.extend(_echoed(request, plan.old))
-    return SyncResponse(new_status, listed, _resync(job, start, plan, pods, now))
+    return listed
+
+
+def _crowded(request: SyncRequest, listed: list[dict[str, Any]], room: int | None) -> str | None:
+    """Why the children an answer creates (none observed by kind and name) leave no `room`
+    under the body limit once Metacontroller sends them back, if they do
+    (docs/security.md#the-answer-budget). The job's own share of what comes back is in
+    budget.RETURNED already, so the room counts from what its observed children take: a job
+    within the budget always has room for its first pods, however large its spec (one nested
+    too deep to be measured gets no room back)."""
+    if room is None:
+        return None
+    observed = {
+        (key.partition(".")[0], name) for key, group in request.children.items() for name in group
+    }
+    made = budget.encoded(child for child in listed if _key(child) not in observed)
+    if budget.crowded(made, room) is None:
+        return None
+    own = 0 if too_deep(request.parent) is not None else budget.encoded([request.parent])
+    return budget.crowded(made, room + own)
 
 
 def _resync(
