@@ -25,7 +25,7 @@ def job_of(replicas: dict[str, Any], mode: str = "MXTrain") -> Job:
 
 def started_with(replicas: dict[str, Any], mode: str = "MXTrain") -> ConfigMap:
     """The config ConfigMap a run of these replicas was started with."""
-    data = config_map_data("mnist", job_of(replicas, mode).spec)
+    data = config_map_data("mnist", job_of(replicas, mode).spec, None)
     return decode_child(ConfigMap, {"metadata": {"name": "mnist-mxjob-config"}, "data": data})
 
 
@@ -86,7 +86,7 @@ def test_what_the_run_must_restart_for(
     mode: str, was: dict[str, Any], now: dict[str, Any], words: str | None
 ) -> None:
     job = job_of(now, mode)
-    wanted = config_map_data(job.name, job.spec)
+    wanted = config_map_data(job.name, job.spec, None)
     assert change(job, started_with(was, mode), wanted) == words
 
 
@@ -97,7 +97,7 @@ def test_what_the_run_must_restart_for(
 )
 def test_a_config_the_hook_cannot_read_never_restarts_a_running_job(data: Any) -> None:
     job = job_of(edited(TRAIN, Worker=4))
-    wanted = config_map_data(job.name, job.spec)
+    wanted = config_map_data(job.name, job.spec, None)
     observed = None
     if data is not None:
         observed = decode_child(
