@@ -258,10 +258,14 @@ def decide_restart(
     return None
 
 
+def _of_the_run(plans: list[SlotPlan], extra: list[ObservedPod]) -> list[ObservedPod]:
+    """Every observed pod of the run: its slots' and those of slots the spec no longer has."""
+    return [p for q in plans for p in (*q.keep, q.current) if p] + extra
+
+
 def _newest(plans: list[SlotPlan], extra: list[ObservedPod]) -> int:
     """The newest attempt any observed pod of the run has."""
-    pods = [p for q in plans for p in (*q.keep, q.current) if p] + extra
-    return max((p.attempt for p in pods), default=0)
+    return max((p.attempt for p in _of_the_run(plans, extra)), default=0)
 
 
 def resize_restart(
@@ -277,11 +281,10 @@ def resize_restart(
     with another cluster (`words` say how it changed, hooks/core/restart/resize.py): not counted
     toward backoffLimit, dated by the spec's change; or, while the run `record` started has not
     run its wait (edits in a row) or the job's name leaves no room for its names, why not."""
-    pods = [p for q in plans for p in (*q.keep, q.current) if p] + extra
     if words is None or not (extra or any(p.current is not None for p in plans)):
         return None
     edits = record.edits if record is not None and record.run == run else 0
-    started = earliest(*(p.created for p in pods))
+    started = earliest(*(p.created for p in _of_the_run(plans, extra)))
     waits = resize.held(job, words, edits, started, now)
     if waits is not None:
         return waits
@@ -416,13 +419,14 @@ def plan_run(
     waits = None
     if not alive:
         no_rejoin = _no_rejoin([(s, p) for s in slots for p in of_run[s]], starts)
-        fresh = decide_restart(job, run, plans, no_rejoin)
-        edited = resize_restart(job, run, plans, extra, resized, record, now) if not fresh else None
-        fresh, waits = (edited, None) if isinstance(edited, RunRecord) else (fresh, edited)
-        if fresh is not None:
+        fresh = decide_restart(job, run, plans, no_rejoin) or resize_restart(
+            job, run, plans, extra, resized, record, now
+        )
+        if isinstance(fresh, RunRecord):
             held = _held(plans, fresh)
             step = Step.RECORDING
             return RunPlan(plans=held, old=old, extra=extra, fresh=fresh, restart=fresh, step=step)
+        waits = fresh
     restart = record if _in_progress(record, run, plans, old=alive) else None
     step = Step.DELETING if alive else Step.CREATING
     return RunPlan(
