@@ -8,10 +8,12 @@ committing. `tests/test_fixtures.py` compares the hook's answer with the recorde
 """
 
 import copy
+import json
+import re
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from hooks.core.status import JobStatus
@@ -19,6 +21,7 @@ from tests import builders, golden
 from tests.builders import (
     CONTROLLER,
     NOW,
+    T0,
     at,
     cluster_after,
     disrupted,
@@ -65,6 +68,17 @@ def case(build: Build) -> Build:
     name = build.__name__.replace("_", "-")
     CASES[name] = Case(name, reason_of(build), build)
     return build
+
+
+def case_at(minutes: float) -> Callable[[Build], Build]:
+    """Register a case synced `minutes` after T0 rather than at NOW."""
+
+    def register(build: Build) -> Build:
+        name = build.__name__.replace("_", "-")
+        CASES[name] = Case(name, reason_of(build), build, T0 + timedelta(minutes=minutes))
+        return build
+
+    return register
 
 
 def request(
@@ -599,10 +613,11 @@ def deadline_exceeded() -> Json:
 
 @case
 def deadline_exceeded_config_gone() -> Json:
-    """Past the deadline, the config ConfigMap deleted by hand: DeadlineExceeded lists it again.
+    """Past the deadline, the config ConfigMap deleted by hand: DeadlineExceeded makes the result.
 
-    The cleanup after it lists it too, so that the next sync only deletes (found by `make
-    fuzz`: it was not a fixpoint)."""
+    A finished job starts no pod, so its config is not made again, and the cleanup after it
+    makes none either: the next sync only deletes (`make fuzz` found a time when one answer made
+    it and the next did not)."""
     job = mxjob(replicas={"Worker": replica(1)}, run_policy={"activeDeadlineSeconds": 600})
     children = [c for c in all_pods(first_cluster(job), running) if c["kind"] != "ConfigMap"]
     return request(job, children)
@@ -723,7 +738,8 @@ def whole_job_waits_for_parent_status() -> Json:
 def whole_job_deletes_the_run() -> Json:
     """Record observed, parent status shows the restart: every pod of run 0 goes, none comes.
 
-    Running pods go too; no new pod while any pod of run 0 is observed."""
+    Running pods go too, and run 0's config with them (a pod being deleted never starts a
+    container again); no new pod while any pod of run 0 is observed."""
     job, children = _recorded(stale=False)
     return request(job, children)
 
@@ -885,25 +901,133 @@ def _resized_run_gone(workers: int) -> tuple[Json, list[Json]]:
 
 
 @case
-def resize_replaces_the_config_between_runs() -> Json:
-    """The resized job between runs: its config ConfigMap, made for 2 Workers, goes first.
+def resize_next_run_reads_a_config_of_its_own() -> Json:
+    """The resized job between runs: run 1's pods and their own config mnist-mxjob-cfg-1 are made.
 
-    It is immutable and never updated, so it is left out (Metacontroller deletes it) and no pod
-    of run 1 is made until it is listed again with 3 Workers."""
+    Every process of run 1 reads DMLC_NUM_WORKER 3 and a cluster of 3 Workers; run 0's config
+    (2 Workers) goes. A kubelet may keep serving an immutable ConfigMap it has read after it was
+    deleted and made again under its name, so no run reads a name an earlier run read."""
     job, children = _resized_run_gone(3)
     job["status"] = status_after(job, children)
     return request(job, children)
 
 
 @case
-def resize_next_run_at_the_new_size() -> Json:
-    """The old config gone: run 1's 3 Workers and the new config are made together.
+def resize_again_between_runs_replaces_the_runs_config() -> Json:
+    """Run 1's config made for 3 Workers, none of its pods, the spec now 4: the config goes first.
 
-    Every process of run 1 reads DMLC_NUM_WORKER 3 and a cluster of 3 Workers."""
+    It is immutable and never updated, so it is left out (Metacontroller deletes it) and no pod
+    of run 1 is made until it is listed again, for 4 Workers (here the pods' creation was
+    refused, so the run had none when the second edit came)."""
     job, children = _resized_run_gone(3)
-    children = [c for c in children if not c["metadata"]["name"].endswith("-mxjob-config")]
     job["status"] = status_after(job, children)
-    return request(job, children)
+    made = cluster_after(run(request(job, children)), minutes=31)
+    children = [c for c in made if c["kind"] == "ConfigMap"]
+    job["spec"]["mxReplicaSpecs"]["Worker"]["replicas"] = 4
+    return request(_edited(job, 32), children)
+
+
+def _run_one_of_an_edit() -> tuple[Json, list[Json]]:
+    """Run 1 of the job resized to 3 Workers at minute 30, its pods made at minute 32 and
+    running, the parent status showing it."""
+    job, children = _resized_run_gone(3)
+    job["status"] = status_after(job, children)
+    made = run(request(job, children))
+    children = all_pods(cluster_after(made, minutes=32), lambda p: running(p, minutes=32.1))
+    job["status"] = status_after(job, children)
+    return job, children
+
+
+def _edited_again(workers: int, minutes: float) -> Json:
+    """Run 1 of the edit (`_run_one_of_an_edit`), the Worker count edited again at `minutes`."""
+    job, children = _run_one_of_an_edit()
+    job["spec"]["mxReplicaSpecs"]["Worker"]["replicas"] = workers
+    return request(_edited(job, minutes), children)
+
+
+@case_at(32.25)
+def edit_waits_after_an_edit_restart() -> Json:
+    """Edited again 12 s into a run an edit started: it restarts the job only at 12:32:30.
+
+    Two writers flipping a replica count would otherwise restart every pod on each flip: a run
+    an edit started runs 30 s first (docs/restarts.md#edits-in-a-row). The job keeps running, its
+    condition says when the edit will restart it, and the hook asks to be called back then."""
+    return _edited_again(4, 32.2)
+
+
+@case_at(32.5)
+def edit_restarts_once_the_wait_is_over() -> Json:
+    """At 12:32:30 the edit restarts the job: run 2's record counts 2 restarts for edits in a row.
+
+    The next edit in the row will wait 60 s after run 2 starts, uncounted still."""
+    return _edited_again(4, 32.2)
+
+
+@case
+def edit_of_a_settled_run_starts_a_new_row() -> Json:
+    """An edit 18 minutes into a run an edit started restarts it at once, a row of 1 again.
+
+    A run that ran 10 minutes had settled: the edit is no flip of two writers."""
+    return _edited_again(4, 50)
+
+
+@case
+def edit_of_a_never_job_whose_name_has_no_room_waits() -> Json:
+    """restartPolicy Never, a 50-character name: a resize cannot restart it, and says so.
+
+    Never spared the name the `-r<attempt>` of restarted pods; a new run's pods would be named
+    past 63 characters, which the API server refuses, after every pod of the running run was
+    deleted. So the run keeps running at its size and the condition says why."""
+    name = "a" * 50
+    replicas = {"Worker": replica(2)}
+    job = mxjob(name=name, replicas=replicas)
+    children = all_pods(first_cluster(job), running)
+    job = mxjob(name=name, replicas=replicas, status=status_after(job, children))
+    job["spec"]["mxReplicaSpecs"]["Worker"]["replicas"] = 3
+    return request(_edited(job, 30), children)
+
+
+# --- docs/restarts.md#upgrading: runs an earlier version of the hook began ---------------------
+
+
+def _made_before_runs_had_names_of_their_own(children: list[Json]) -> list[Json]:
+    """The children as the hook made them before each run had a config of its own and the job's
+    one Service a name of its own: `mnist-mxjob-config` for every run, run records naming no
+    config, the one Service named `mnist`, the pods' subdomain and addresses in it."""
+    text = json.dumps(children)
+    text = re.sub(r"mnist-mxjob-cfg-[0-9]+", "mnist-mxjob-config", text)
+    text = text.replace(".mnist-mxjob", ".mnist").replace('mnist-mxjob"', 'mnist"')
+    made: list[Json] = json.loads(text)
+    for child in made:
+        if "-mxjob-run-" in child["metadata"]["name"]:
+            child["data"].pop("config")
+            child["data"].pop("edits", None)
+    return made
+
+
+@case
+def upgrade_keeps_the_config_of_a_run_begun_before() -> Json:
+    """Run 1 began before runs had configs of their own: its replacement reads mnist-mxjob-config.
+
+    Its record names no config, so the run goes on as it began: no pod of it is changed or
+    restarted by the upgrade, and a Worker replaced reads the cluster its run started with."""
+    body = whole_job_next_run_running()
+    observed = [c for group in body["children"].values() for c in group.values()]
+    children = _made_before_runs_had_names_of_their_own(observed)
+    children = with_states(children, mnist_worker_1_r1=lambda p: terminated(p, 137, minutes=40))
+    return request(body["parent"], children)
+
+
+@case
+def upgrade_keeps_the_per_job_service_named_after_the_job() -> Json:
+    """serviceMode PerJob, a run begun when its one Service was named mnist: the run keeps it.
+
+    Its processes reach each other as `<slot>.mnist`, so the Service stays, and a Worker
+    replaced gets that subdomain; the run's next restart moves to mnist-mxjob, a name no other
+    job's Service can have (docs/environment.md#services)."""
+    job, children = _running(replicas=EXITCODE_WORKERS, **PER_JOB)
+    children = _made_before_runs_had_names_of_their_own(children)
+    return request(job, with_states(children, mnist_worker_1=lambda p: terminated(p, 137, 20)))
 
 
 @case
@@ -1645,10 +1769,12 @@ PER_JOB: Json = {"serviceMode": "PerJob"}
 
 @case
 def per_job_service_first_sync() -> Json:
-    """serviceMode PerJob: one headless Service mnist; each pod its slot name as hostname in it.
+    """serviceMode PerJob: one headless Service mnist-mxjob; each pod its slot name as hostname.
 
-    DMLC_PS_ROOT_URI is mnist-scheduler-0.mnist and MX_CONFIG's cluster lists every replica as
-    <slot>.mnist; no Service per replica; the first pods have no rejoin wait."""
+    DMLC_PS_ROOT_URI is mnist-scheduler-0.mnist-mxjob and MX_CONFIG's cluster lists every replica
+    as <slot>.mnist-mxjob; no Service per replica; the first pods have no rejoin wait. The name
+    ends in `-mxjob`, which no replica's Service of any job ends in (a job named a-scheduler-0
+    would otherwise own job a's Scheduler Service)."""
     return request(mxjob(**PER_JOB))
 
 
@@ -1665,8 +1791,8 @@ def per_job_service_worker_replaced() -> Json:
 def per_job_service_replaced_between_runs() -> Json:
     """serviceMode PerJob, resized, between runs: the job's Service of run 0 is left out.
 
-    It selects run 0's pods, so it is deleted and made again for run 1 (with the config of the
-    new size) before any pod of run 1."""
+    It selects run 0's pods, so it is deleted and made again for run 1 before any pod of run 1;
+    run 1's own config is made now."""
     job, children = _running(replicas=WHOLE, **PER_JOB)
     job["spec"]["mxReplicaSpecs"]["Worker"]["replicas"] = 3
     _edited(job, 30)

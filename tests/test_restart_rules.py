@@ -130,6 +130,32 @@ def test_run_record_round_trips_through_its_config_map() -> None:
 
 
 @pytest.mark.parametrize(
+    ("data", "edits", "own_config"),
+    [
+        ({"config": "mnist-mxjob-cfg-1", "edits": "3"}, 3, True),
+        ({"config": "mnist-mxjob-cfg-1"}, 0, True),
+        ({}, 0, False),
+        ({"config": "mnist-mxjob-cfg-1", "edits": "-1"}, 0, True),
+        ({"config": "mnist-mxjob-cfg-1", "edits": "1" * 10}, 0, True),
+    ],
+    ids=["edits in a row", "a failure's", "written before runs had configs", "negative", "huge"],
+)
+def test_a_run_record_says_what_its_run_reads_back(
+    data: dict[str, str], edits: int, own_config: bool
+) -> None:
+    """The edits in a row that led to the run (a count the hook wrote, else none), and whether
+    its pods read a config of their own: a record without `config` was written by an earlier
+    version, whose runs all read `<job>-mxjob-config` (docs/restarts.md#upgrading)."""
+    job = job_of(with_policy(TRAIN, "ExitCode"))
+    base = {"run": "1", "attempt": "1", "restartsBefore": "{}", "cause": "resized"}
+    child = decode_child(
+        ConfigMap, {"metadata": {"name": "mnist-mxjob-run-1"}, "data": {**base, **data}}
+    )
+    read, _ = observed_record(job, {child.metadata.name: child})
+    assert read is not None and (read.edits, read.own_config) == (edits, own_config)
+
+
+@pytest.mark.parametrize(
     ("name", "run_number"),
     [
         ("mnist-mxjob-run-1", 1),

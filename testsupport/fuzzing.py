@@ -771,6 +771,9 @@ def fed_back(body: Json, answer: Json) -> Json:
 FIXPOINT_ROUNDS = 6
 RUN_ANNOTATION = "mxjob.kubeflow.org/run"
 _RUN_RECORD = re.compile(r"-mxjob-run-([0-9]+)$")
+#: A run's config: `-mxjob-config` (run 0, and every run an earlier version began) or
+#: `-mxjob-cfg-<N>`.
+_RUN_CONFIG = re.compile(r"-mxjob-(config|cfg-[0-9]+)$")
 
 
 def _newest_run(body: Json) -> int:
@@ -795,9 +798,9 @@ def _run_of(child: Json) -> float:
 def _replaced_with_the_run(body: Json, keys: set[tuple[Any, Any]]) -> bool:
     """Whether every key is something a new run replaces (docs/restarts.md): a Pod of a run
     older than the newest run record, which a whole-job restart deletes once the parent status
-    shows it; or, while no pod of the newest run is observed, the job's config ConfigMap, its
-    PodGroup or one of its Services, which are made again for the run when they differ from
-    what it needs."""
+    shows it; or, while no pod of the newest run is observed, a run's config ConfigMap (an older
+    run's goes with its pods), the job's PodGroup or one of its Services, which are made again
+    for the run when they differ from what it needs."""
     observed, newest = _observed(body), _newest_run(body)
     pods = [child for (kind, _), (_, _, child) in observed.items() if kind == "Pod"]
     between = not any(_run_of(pod) >= newest for pod in pods)
@@ -808,7 +811,7 @@ def _replaced_with_the_run(body: Json, keys: set[tuple[Any, Any]]) -> bool:
             if _run_of(observed[key][2]) >= newest:
                 return False
         elif not between or not (
-            key[0] in ("Service", "PodGroup") or str(key[1]).endswith("-mxjob-config")
+            key[0] in ("Service", "PodGroup") or _RUN_CONFIG.search(str(key[1]))
         ):
             return False
     return True

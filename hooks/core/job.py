@@ -4,8 +4,9 @@ queued."""
 from dataclasses import dataclass
 from datetime import datetime
 
+from hooks.core.api import ServiceMode
 from hooks.core.gang import Gang
-from hooks.core.naming import Slot
+from hooks.core.naming import RunNames, Slot, run_names
 from hooks.core.queueing import Queue
 from hooks.core.spec import JobSpec
 
@@ -30,3 +31,7 @@ class Job:
             for rtype, replica in self.spec.replicas.items()
             for index in range(replica.replicas)
         ]
+
+    def names(self, run: int = 0) -> RunNames:
+        """The names the pods of a run reach, when this version of the hook starts the run."""
+        return run_names(self.name, run, per_job=self.spec.service_mode is ServiceMode.PER_JOB)

@@ -1,11 +1,16 @@
-"""Names of every child of an MXJob (docs/environment.md, docs/restarts.md).
+"""Names of every child of an MXJob (docs/environment.md, docs/restarts.md, docs/api.md#children).
 
 A replica slot `(type, index)` is named `job-type-index`; its first pod keeps exactly that name
 and each replacement gets an attempt suffix (`-r1`, `-r2`, …), so the attempt count can be read
 back from observed children alone. Services keep the slot name, so DNS names stay stable.
+
+Every name is the job's name and a suffix, and no suffix of a kind ends with another suffix of
+that kind that a job name could precede: two jobs of a namespace never name a child of one kind
+alike (tests/test_child_names.py proves it over every suffix the hook writes).
 """
 
 import re
+from dataclasses import dataclass
 from functools import lru_cache
 
 import msgspec
@@ -46,21 +51,54 @@ def attempt_name(slot_name: str, attempt: int) -> str:
     return slot_name if attempt == 0 else f"{slot_name}-r{attempt}"
 
 
+#: What the one Service of a job (`serviceMode: PerJob`) adds to the job's name. A slot's
+#: Service ends in its index, so no job's slot Service is ever another job's one Service.
+JOB_SERVICE_SUFFIX = "-mxjob"
+
+
 def job_service_name(job: str) -> str:
-    """The one headless Service of a job whose replicas share it (`serviceMode: PerJob`): the
-    job's name, which every pod has as its subdomain."""
-    return job
+    """The one headless Service of a job whose replicas share it (`serviceMode: PerJob`), every
+    pod's subdomain: `<job>-mxjob`."""
+    return job + JOB_SERVICE_SUFFIX
 
 
-def address(job: str, slot_name: str, *, per_job: bool) -> str:
+def address(slot_name: str, subdomain: str | None) -> str:
     """The DNS name, relative to the namespace, a replica is reached by: its own Service's name,
-    or with one Service per job its pod's hostname in the job's subdomain."""
-    return f"{slot_name}.{job_service_name(job)}" if per_job else slot_name
+    or with one Service per job its pod's hostname in that Service's subdomain."""
+    return f"{slot_name}.{subdomain}" if subdomain is not None else slot_name
 
 
-def config_map_name(job: str) -> str:
-    """The per-job ConfigMap carrying the `cluster` and `labels` JSON of MX_CONFIG."""
-    return f"{job}-mxjob-config"
+def config_map_name(job: str, run: int = 0) -> str:
+    """The ConfigMap carrying the `cluster` and `labels` JSON of MX_CONFIG that the pods of one
+    run read: `<job>-mxjob-config` for run 0, `<job>-mxjob-cfg-<run>` from run 1 on. It is
+    immutable, and a kubelet may keep serving an immutable ConfigMap it has read after it was
+    deleted and made again under its name, so each run has its own (docs/restarts.md#resizing).
+    As long as the run records' names (`-mxjob-run-<run>`): no job name grows shorter."""
+    return f"{job}-mxjob-config" if run == 0 else f"{job}-mxjob-cfg-{run}"
+
+
+_CONFIG_SUFFIX = re.compile(r"-mxjob-(config|cfg-[1-9][0-9]{0,3})")
+
+
+def is_config_map_name(job: str, name: str) -> bool:
+    """Whether a ConfigMap name is the MX_CONFIG ConfigMap of one of the job's runs."""
+    return name.startswith(job) and _CONFIG_SUFFIX.fullmatch(name, len(job)) is not None
+
+
+@dataclass(frozen=True)
+class RunNames:
+    """The names the pods of one run reach: the ConfigMap their MX_CONFIG is built from and, with
+    one Service per job (`serviceMode: PerJob`), that Service, their subdomain (None with a Service
+    per replica)."""
+
+    config: str
+    subdomain: str | None
+
+
+def run_names(job: str, run: int, *, per_job: bool) -> RunNames:
+    """The names of a run this version of the hook starts: the run's own config, and the job's
+    one Service `<job>-mxjob` when it has one (a run begun before: resize.run_names)."""
+    return RunNames(config_map_name(job, run), job_service_name(job) if per_job else None)
 
 
 def result_name(job: str) -> str:
@@ -79,15 +117,18 @@ def run_from_record_name(job: str, name: str) -> int | None:
     return int(match["run"]) if match else None
 
 
-#: Longest suffix of the job's ConfigMap names (`-mxjob-config`, `-mxjob-result`).
+#: Longest suffix of the job's ConfigMap names of run 0 (`-mxjob-config`, `-mxjob-result`).
 CONFIG_SUFFIX_MAX = len("-mxjob-result")
-#: Longest suffix of a run record's name.
-RUN_RECORD_SUFFIX_MAX = len(f"-mxjob-run-{MAX_ATTEMPT}")
+#: Longest suffix of a later run's ConfigMaps: its record and its config (`-mxjob-cfg-9999`).
+RUN_RECORD_SUFFIX_MAX = max(
+    len(run_record_name("", MAX_ATTEMPT)), len(config_map_name("", MAX_ATTEMPT))
+)
 
 
 def longest_suffix(counts: dict[ReplicaType, int], *, replaceable: bool) -> int:
     """Length of the longest suffix a child name of this job can get: `-type-index`, plus
-    `-rNNNN` and the run records when some pod can ever be replaced, and the ConfigMaps."""
+    `-rNNNN` and the later runs' ConfigMaps when some pod can ever be replaced, and the
+    ConfigMaps of run 0."""
     attempt = ATTEMPT_SUFFIX_MAX if replaceable else 0
     pods = (len(f"-{t.short}-{max(n - 1, 0)}") + attempt for t, n in counts.items())
     return max(CONFIG_SUFFIX_MAX, RUN_RECORD_SUFFIX_MAX if replaceable else 0, *pods)

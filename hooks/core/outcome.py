@@ -208,8 +208,9 @@ def decide(
     job: Job, run: RunPlan, start: datetime | None, now: datetime, waiting: str | None = None
 ) -> Outcome:
     """The outcome of an active, valid, unsuspended job: the first rule that applies, else
-    Created; while it is not finished, the message also says what it waits for (`waiting`: its
-    gang scheduler or queue) or else names the replicas that cannot start."""
+    Created; while it is not finished, the message also says why an edit of the spec does not
+    restart the run yet (edits in a row, docs/restarts.md), and what it waits for (`waiting`:
+    its gang scheduler or queue) or else names the replicas that cannot start."""
     facts = _Facts(job, run, start, now)
     outcome = next((o for o in map(lambda rule: rule(facts), RULES) if o is not None), None)
     if outcome is None:
@@ -221,6 +222,8 @@ def decide(
         )
     if outcome.finished:
         return outcome
+    if run.waits is not None:
+        outcome = _extended(outcome, run.waits.words)
     if waiting:
         return _extended(outcome, waiting)
     return _naming_blocked(outcome, facts.plans)

@@ -5,8 +5,8 @@ docs/run-policy.md).
     decide the job's outcome → list the children → build the status
 
 `now` is a parameter; it is read only to compare with moments the children and the spec give:
-the activeDeadlineSeconds, when a pod is lost with its node, and when an onStartFailure wait
-runs out. The status never holds it.
+the activeDeadlineSeconds, when a pod is lost with its node, when an onStartFailure wait runs
+out, and when a run's wait before an edit restarts it ends. The status never holds it.
 """
 
 import math
@@ -25,7 +25,7 @@ from hooks.core.failure_policy import start_deadline
 from hooks.core.failures import last_failure
 from hooks.core.fields import too_deep
 from hooks.core.job import Job
-from hooks.core.naming import Slot, config_map_name, result_name
+from hooks.core.naming import RunNames, Slot, is_config_map_name, result_name
 from hooks.core.observed import ObservedPod, lost_at
 from hooks.core.outcome import deadline_at, decide
 from hooks.core.previous import PreviousStatus
@@ -181,7 +181,6 @@ def _finished(job: Job, request: SyncRequest, record: PreviousStatus | None) -> 
     kept = retention.after_cleanup(request, policy)
     if record is None:
         kept.append(desired_result(job, final))
-    kept.append(desired_config(job))
     return SyncResponse(final, _unique(kept))
 
 
@@ -190,13 +189,13 @@ def _active(job: Job, request: SyncRequest, now: datetime, room: int | None) -> 
     created when they would not come back within the `room` left under the body limit."""
     previous, pods = request.previous, request.pods
     found = runs.observed_record(job, request.config_maps)
-    record = found[0]
-    config = desired_config(job)
-    observed_config = request.config_maps.get(config_map_name(job.name))
+    names = _run_names(job, request, found[0])
+    config = desired_config(job, names)
+    observed_config = request.config_maps.get(names.config)
     plan = runs.plan_run(
         job,
         pods,
-        record,
+        found[0],
         now,
         own_until=previous.suspended_until,
         resized=resize.change(job, observed_config, config["data"]),
@@ -208,18 +207,20 @@ def _active(job: Job, request: SyncRequest, now: datetime, room: int | None) -> 
     new_status = status.active_status(job, previous, plan.plans, outcome, start, last)
     if outcome.finished:
         # Record the decision; nothing is deleted until the parent status shows it
-        # (docs/run-policy.md).
-        # The config is listed as `_finished` will list it, or the next sync would create it.
+        # (docs/run-policy.md). Nothing else is made, as `_finished` makes nothing else.
         kept = [c for c in retention.keep_all(request) if not _is_result(job, c)]
-        listed = [*kept, desired_result(job, new_status), config]
-        return SyncResponse(new_status, _unique(listed))
-    creating = runs.may_create_run(previous, plan.restart, old=plan.old_alive)
-    listed = _run_children(job, request, plan, config, found, creating=creating)
+        return SyncResponse(new_status, [*kept, desired_result(job, new_status)])
+    # While an edit waits to restart the run, nothing is made: a pod would be made from the
+    # edited spec, not from the cluster its run started with (docs/restarts.md#edits-in-a-row).
+    creating = plan.waits is None and runs.may_create_run(
+        previous, plan.restart, old=plan.old_alive
+    )
+    listed = _run_children(job, request, plan, config, names, found, creating=creating)
     crowded = _crowded(request, listed, room) if creating else None
     if crowded is not None:
         # What this answer creates would come back over the body limit, and every sync from
         # then on would be refused (413): nothing is created until there is room.
-        listed = _run_children(job, request, plan, config, found, creating=False)
+        listed = _run_children(job, request, plan, config, names, found, creating=False)
         new_status = status.holding(new_status, crowded)
     return SyncResponse(new_status, listed, _resync(job, start, plan, pods, now))
 
@@ -229,27 +230,32 @@ def _run_children(
     request: SyncRequest,
     plan: runs.RunPlan,
     config: dict[str, Any],
+    names: RunNames,
     found: tuple[runs.RunRecord | None, ConfigMap | None],
     *,
     creating: bool,
 ) -> list[dict[str, Any]]:
     """The children of an unfinished job's answer: its run's, its run record (`found`: as read,
-    and observed), and the pods of an older run or of slots the spec no longer has while they
-    must stay."""
+    and observed), and the pods and configs of an older run or of slots the spec no longer has
+    while they must stay."""
     record, record_child = found
     keeps_old = not runs.may_delete_old_run(request.previous, record, plan.plans)
     # Between runs, once the parent status shows the restart past its record (as for deleting
     # the old run's pods: docs/run-policy.md#stale-cache-safety), or with no restart at all.
     replacing = plan.between_runs and (plan.restart is None or not keeps_old)
-    listed = _active_children(job, request, plan, config, creating=creating, replacing=replacing)
+    listed = _active_children(
+        job, request, plan, config, names, creating=creating, replacing=replacing
+    )
     if plan.fresh is not None:
         listed.append(runs.record_config_map(job, plan.fresh))
-        # The run's pods of slots the spec no longer has go with the rest of the run.
-        listed.extend(_echoed(request, plan.extra))
     elif record_child is not None:
         listed.append(retention.as_observed(CONFIG_MAP, record_child))
+    if plan.fresh is not None or plan.waits is not None:
+        # The run's pods of slots the spec no longer has go with the rest of the run.
+        listed.extend(_echoed(request, plan.extra))
     if keeps_old:
         listed.extend(_echoed(request, plan.old))
+        listed.extend(_older_configs(job, request, names.config))
     return listed
 
 
@@ -272,6 +278,24 @@ def _crowded(request: SyncRequest, listed: list[dict[str, Any]], room: int | Non
     return budget.crowded(made, room + own)
 
 
+def _run_names(job: Job, request: SyncRequest, record: runs.RunRecord | None) -> RunNames:
+    """The names the pods of the newest observed run reach (resize.run_names): this version's,
+    or those of a run an earlier version began."""
+    run = runs.current_run(record, request.pods)
+    shared = record is not None and record.run == run and not record.own_config
+    return resize.run_names(job, run, shared_config=shared, config_maps=request.config_maps)
+
+
+def _older_configs(job: Job, request: SyncRequest, current: str) -> list[dict[str, Any]]:
+    """The config ConfigMaps of older runs, as observed: kept as long as the older run's pods
+    are, since a container the kubelet starts again in place reads its ConfigMap again."""
+    return [
+        retention.as_observed(CONFIG_MAP, child)
+        for name, child in sorted(request.config_maps.items())
+        if name != current and is_config_map_name(job.name, name)
+    ]
+
+
 def _resync(
     job: Job,
     start: datetime | None,
@@ -280,13 +304,15 @@ def _resync(
     now: datetime,
 ) -> float | None:
     """Seconds until the next moment this job's answer changes with the clock alone: its
-    deadline, a terminating pod counting as lost, a pod that cannot start failing the job."""
+    deadline, a terminating pod counting as lost, a pod that cannot start failing the job, the
+    end of a run's wait before an edit restarts it."""
     rules = job.spec.run_policy.failure_rules
     waits = (start_deadline(rules, p.slot.rtype, p) for p in _current(plan))
     moments = [
         deadline_at(job, start),
         *(lost_at(p) for attempts in pods.values() for p in attempts),
         *(found[1] for found in waits if found is not None),
+        plan.waits.until if plan.waits is not None else None,
     ]
     ahead = [m for m in moments if m is not None and m > now]
     if not ahead:
@@ -323,6 +349,7 @@ def _active_children(
     request: SyncRequest,
     plan: runs.RunPlan,
     config: dict[str, Any],
+    names: RunNames,
     *,
     creating: bool,
     replacing: bool,
@@ -337,7 +364,7 @@ def _active_children(
     of its new size, and its Services select only its own pods (docs/restarts.md#resizing).
     While the run has pods they stay as they are."""
     run = plan.plans[0].run if plan.plans else 0
-    pods, services = PodMaker(job), ServiceMaker(job, run)
+    pods, services = PodMaker(job, names), ServiceMaker(job, run, names)
     shared = _shared(job, services, config)
     wanted = [services.service(p.slot) for p in plan.plans]
     desired = [*shared, *(s for s in wanted if s is not None)]

@@ -194,6 +194,36 @@ def test_server_killed_restarts_the_whole_job_once(cluster: Cluster) -> None:
     assert sum(r["restarts"] for r in status["replicaStatuses"].values()) == 1
 
 
+def test_a_job_named_like_another_jobs_replica_takes_none_of_its_services(
+    cluster: Cluster,
+) -> None:
+    """docs/environment.md#services: job e2e-clash-scheduler-0, one Service per job, applied
+    first, then job e2e-clash, a Service per replica, in one namespace: each has its own
+    Services, and e2e-clash's Scheduler Service selects e2e-clash's pods. The first one's
+    Service was named after it, so it owned `e2e-clash-scheduler-0`, and e2e-clash's Workers
+    resolved their Scheduler to the other job's pods."""
+    replicas = {"Scheduler": replica(1), "Server": replica(1), "Worker": replica(1)}
+    first = job("e2e-clash-scheduler-0", replicas)
+    first["spec"]["serviceMode"] = "PerJob"
+    cluster.apply(first)
+    wanted = {"e2e-clash-scheduler-0-mxjob"}
+    wait_for(
+        "its one Service",
+        functools.partial(_all_services, cluster, first["metadata"]["name"], wanted),
+    )
+    cluster.apply(job("e2e-clash", replicas))
+    slots = {f"e2e-clash-{t}-0" for t in ("scheduler", "server", "worker")}
+    services = wait_for(
+        "e2e-clash's Services", functools.partial(_all_services, cluster, "e2e-clash", slots)
+    )
+    assert set(services) == slots
+    scheduler = services["e2e-clash-scheduler-0"]
+    assert scheduler["spec"]["selector"]["training.kubeflow.org/job-name"] == "e2e-clash"
+    assert set(cluster.services("e2e-clash-scheduler-0")) == wanted
+    for name in ("e2e-clash", "e2e-clash-scheduler-0"):
+        cluster.delete("mxjob", name)
+
+
 def test_deleting_a_job_collects_its_children(cluster: Cluster) -> None:
     cluster.apply(job("e2e-gc", {"Worker": replica(2)}))
     wait_for("pods", lambda: len(cluster.pods("e2e-gc")) == 2, 60)

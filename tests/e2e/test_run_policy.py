@@ -2,6 +2,7 @@
 deletion."""
 
 import json
+import re
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -174,4 +175,55 @@ def test_a_template_edit_reaches_only_the_pods_made_after_it(cluster: Cluster) -
     cluster.stack.terminate_pod("default", f"{name}-worker-1", 137)
     replaced = cluster.wait_pods(name, {f"{name}-worker-1-r1"})[f"{name}-worker-1-r1"]
     assert replaced["spec"]["containers"][0]["image"] == "mxjob/mxnet:gpu-fixed"
+    cluster.delete("mxjob", name)
+
+
+RUN = "mxjob.kubeflow.org/run"
+
+
+def _workers(cluster: Cluster, name: str, count: int) -> None:
+    patch = {"spec": {"mxReplicaSpecs": {"Worker": {"replicas": count}}}}
+    cluster.kubectl(
+        "patch", "mxjob", name, "-n", "default", "--type=merge", "-p", json.dumps(patch)
+    )
+
+
+def _run(cluster: Cluster, name: str, run: str, count: int) -> list[dict[str, Any]] | None:
+    """The pods of one run, once there are `count`."""
+    pods = [p for p in cluster.pods(name).values() if p["metadata"]["labels"].get(RUN) == run]
+    return pods if len(pods) == count else None
+
+
+def _created(pod: dict[str, Any]) -> datetime:
+    return datetime.fromisoformat(pod["metadata"]["creationTimestamp"].replace("Z", "+00:00"))
+
+
+def test_an_edit_of_a_run_an_edit_started_waits_and_says_until_when(cluster: Cluster) -> None:
+    """Workers 1 -> 2 restarts the job at once (run 1); 2 -> 1 a few seconds into run 1 waits
+    until run 1 has run 30 s, the condition saying until when, and Metacontroller syncs the job
+    again then (resyncAfterSeconds): run 2 is made at 1 Worker, not before
+    (docs/restarts.md#edits-in-a-row)."""
+    name = "e2e-edits"
+    replicas = {r: replica(1, "ExitCode") for r in ("Scheduler", "Server", "Worker")}
+    cluster.apply(job(name, replicas))
+    cluster.wait_condition(name, "Running")
+    _workers(cluster, name, 2)
+    run_one = wait_for("run 1 at 2 Workers", lambda: _run(cluster, name, "1", 4), 90)
+    _workers(cluster, name, 1)  # at once: the wait runs from run 1's first pod
+
+    def waiting() -> str | None:
+        message = (cluster.condition(name) or ("", "", ""))[2]
+        return message if "restarts the whole job at" in message else None
+
+    message = wait_for("the edit's wait in the condition", waiting, 60)
+    found = re.search(r"restarts the whole job at (\S+Z):", message)
+    assert found is not None, message
+    until = datetime.fromisoformat(found.group(1).replace("Z", "+00:00"))
+    assert until == min(map(_created, run_one)) + timedelta(seconds=30), message
+    run_two = wait_for("run 2 at 1 Worker", lambda: _run(cluster, name, "2", 3), 120)
+    late = (min(map(_created, run_two)) - until).total_seconds()
+    assert late >= 0, (until, run_two)
+    print(f"\nedits in a row: run 2 made {late:.0f}s after run 1's 30 s wait ended")
+    status = cluster.status(name)
+    assert sum(s.get("restarts", 0) for s in status["replicaStatuses"].values()) == 0, status
     cluster.delete("mxjob", name)

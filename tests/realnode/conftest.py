@@ -4,7 +4,8 @@ One session-wide stack given a `RealNode` (tools/cluster/node.py): control plane
 enforced, one node in its own network namespace, Metacontroller v4.17.2 and the project
 installed in the cluster from locally built images exactly as the README tells users (`kubectl
 apply -k manifests/overlays/standard`).
-The workloads in `workloads/` reach the pods through a ConfigMap.
+The workloads in `workloads/` reach the pods through a ConfigMap; every process of a job first
+checks that its MX_CONFIG and DMLC_* variables agree (`checked`).
 
 Skipped with a one-line reason where the machine cannot run a node (not root, not Linux, no
 Go), unless E2E=required (CI sets it).
@@ -208,6 +209,12 @@ def _no_jobs_left(request: pytest.FixtureRequest) -> Iterator[None]:
         node.kubectl("delete", "mxjob", "--all", "-n", NAMESPACE, "--wait=false", check=False)
 
 
+def checked(command: list[str]) -> list[str]:
+    """`command`, run only once `workloads/cluster_check.py` found the process's MX_CONFIG and
+    DMLC_* variables in agreement (it exits 3 otherwise), in the same process (`exec`)."""
+    return ["sh", "-c", 'python /workloads/cluster_check.py && exec "$@"', "checked", *command]
+
+
 def replica(
     image: str,
     replicas: int = 1,
@@ -215,11 +222,12 @@ def replica(
     command: list[str] | None = None,
     env: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    """A replica spec running a workload script (default: train.py) from the ConfigMap."""
+    """A replica spec running a workload script (default: train.py) from the ConfigMap, each
+    process checked first (`checked`)."""
     container: dict[str, Any] = {
         "name": "mxnet",
         "image": image,
-        "command": command or ["python", "/workloads/train.py"],
+        "command": checked(command or ["python", "/workloads/train.py"]),
         "env": [{"name": k, "value": v} for k, v in (env or {}).items()],
         "volumeMounts": [{"name": "workloads", "mountPath": "/workloads"}],
     }

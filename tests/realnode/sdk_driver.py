@@ -15,13 +15,20 @@ import time
 from kubeflow.training import TrainingClient, models
 from kubernetes import client
 
+#: As tests/realnode/conftest.py's `checked` makes every process of the tier: the cluster check
+#: (workloads/cluster_check.py), then the training script in the same process.
+CHECKED_TRAINING = [
+    "sh", "-c", 'python /workloads/cluster_check.py && exec "$@"', "checked",
+    "python", "/workloads/train.py",
+]  # fmt: skip
+
 
 def replica(image: str, workloads: str, replicas: int = 1) -> models.KubeflowOrgV1ReplicaSpec:
     """A replica of the real-node workload train.py, from the workloads ConfigMap."""
     container = client.V1Container(
         name="mxnet",
         image=image,
-        command=["python", "/workloads/train.py"],
+        command=CHECKED_TRAINING,
         env=[client.V1EnvVar(name="ROUNDS", value="20")],
         volume_mounts=[client.V1VolumeMount(name="workloads", mount_path="/workloads")],
     )

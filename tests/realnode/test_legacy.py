@@ -3,7 +3,8 @@ through the installed project (the standard variant, conversion webhook included
 
 Each file is applied with `kubectl apply -f` as written but for what no cluster here can give
 it: every container's image becomes the test MXNet image, its command the tier's training script
-(`python -c <train.py>`; the old `args` and `workingDir` named a script that image does not have),
+after its cluster check (`python -c <cluster_check.py><train.py>`: the files have no volume here;
+the old `args` and `workingDir` named a script that image does not have),
 and GPU limits go (the node has no GPU). Nothing else changes: names, replica counts, restart
 policies, ports, `jobMode`, `PsRootPort` and the v1 file's inline `cleanPodPolicy` are the
 file's own. And with the webhook's Deployment at 0, v1 jobs run on and old-version requests fail
@@ -43,7 +44,7 @@ def templates(job: dict[str, Any]) -> list[dict[str, Any]]:
 def runnable(path: Path, image: str) -> dict[str, Any]:
     """The file's job with only image, command and GPU limits swapped (module docstring)."""
     job: dict[str, Any] = yaml.safe_load(path.read_text())
-    script = (WORKLOADS / "train.py").read_text()
+    script = (WORKLOADS / "cluster_check.py").read_text() + (WORKLOADS / "train.py").read_text()
     for template in templates(job):
         for container in template["spec"]["containers"]:
             container["image"] = image

@@ -29,6 +29,17 @@ def exit_code_job(cluster: Node, name: str, **spec: Any) -> dict[str, Any]:
     )
 
 
+def cluster_checked(cluster: Node, pod: str) -> str:
+    """The line the cluster check wrote first in the pod's log (workloads/cluster_check.py): that
+    MX_CONFIG and DMLC_* agree, or what differs (and the process exited 3)."""
+
+    def line() -> str | None:
+        said = [ln for ln in cluster.logs(pod).splitlines() if ln.startswith("cluster check")]
+        return said[0] if said else None
+
+    return wait_for(f"the cluster check in the log of {pod}", line, 120)
+
+
 def test_killed_worker_is_replaced_and_every_worker_finishes(cluster: Node) -> None:
     cluster.apply(exit_code_job(cluster, "phoenix"))
     cluster.wait_log("phoenix-worker-1", "round 5 ok", timeout=180)
@@ -153,8 +164,10 @@ def test_a_running_job_resized_restarts_at_the_new_size_and_every_worker_finishe
 ) -> None:
     """`Worker.replicas` edited from 2 to 3 while a real MXNet job trains: a whole-job restart,
     not counted, into a run where every process was started with 3 Workers (ps-lite fixes the
-    membership at start: a Worker added beside the old ones would fail the job); all 3 finish
-    their rounds, each pulling the sum of 3 pushes (docs/restarts.md#resizing)."""
+    membership at start: a Worker added beside the old ones would fail the job), in its
+    DMLC_* variables and in its MX_CONFIG alike (each process's cluster check, which read 2
+    Workers in MX_CONFIG before each run had a config of its own); all 3 Workers finish their
+    rounds, each pulling the sum of 3 pushes (docs/restarts.md#resizing)."""
     cluster.apply(exit_code_job(cluster, "grown"))
     cluster.wait_log("grown-worker-1", "round 5 ok", timeout=180)
     edited = time.monotonic()
@@ -170,6 +183,10 @@ def test_a_running_job_resized_restarts_at_the_new_size_and_every_worker_finishe
 
     run = wait_for("every replica of run 1 at the new size, nothing of run 0", next_run, 180)
     recreated = time.monotonic() - edited
+    for pod in sorted(run):  # before the Server goes with the job's cleanup
+        role, index, _ = pod.removeprefix("grown-").split("-")
+        agreed = f"MX_CONFIG agrees with DMLC_*: 1 scheduler, 1 server, 3 worker ({role} {index})"
+        assert cluster_checked(cluster, pod) == f"cluster check: {agreed}"
     cluster.wait_condition("grown", "Succeeded", timeout=240)
     done = time.monotonic() - edited
     workers = sorted(n for n in run if "-worker-" in n)

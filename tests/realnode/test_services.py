@@ -1,6 +1,6 @@
 """One Service per job (docs/environment.md#services) with real MXNet: the job's pods find each
-other as `<replica>.<job>` through its one headless Service and the cluster's DNS, train, and take
-back a replaced Worker, whose address follows it to its new pod."""
+other as `<replica>.<job>-mxjob` through its one headless Service and the cluster's DNS, train,
+and take back a replaced Worker, whose address follows it to its new pod."""
 
 import time
 from datetime import datetime
@@ -40,10 +40,11 @@ def test_a_job_with_one_service_trains_and_takes_back_a_replaced_worker(cluster:
     cluster.apply(mxjob(name, replicas, serviceMode="PerJob"))
     cluster.wait_log(f"{name}-worker-1", "round 5 ok", timeout=180)
     started = max(first_round(cluster, f"{name}-worker-{i}") for i in range(2)) - applied
-    assert set(cluster.services(name)) == {name}, cluster.services(name)
+    service = f"{name}-mxjob"
+    assert set(cluster.services(name)) == {service}, cluster.services(name)
     pods = cluster.pods(name)
     for pod, obj in pods.items():
-        assert obj["spec"]["hostname"] == pod and obj["spec"]["subdomain"] == name, obj["spec"]
+        assert obj["spec"]["hostname"] == pod and obj["spec"]["subdomain"] == service, obj["spec"]
         assert "initContainers" not in obj["spec"], f"{pod} waits though its run starts"
     killed = time.monotonic()
     cluster.kill(f"{name}-worker-1")
@@ -60,7 +61,7 @@ def test_a_job_with_one_service_trains_and_takes_back_a_replaced_worker(cluster:
         ip = str((cluster.get("pod", replacement) or {}).get("status", {}).get("podIP", ""))
         return (
             ip
-            if ip and resolved(cluster, f"{name}-scheduler-0", f"{name}-worker-1.{name}") == ip
+            if ip and resolved(cluster, f"{name}-scheduler-0", f"{name}-worker-1.{service}") == ip
             else None
         )
 
@@ -72,7 +73,7 @@ def test_a_job_with_one_service_trains_and_takes_back_a_replaced_worker(cluster:
     assert cluster.status(name)["replicaStatuses"]["Worker"]["restarts"] == 1
     print(
         f"\none Service per job: first round of both Workers {started:.1f}s after apply;"
-        f" Worker SIGKILL: replacement joined after {rejoined:.1f}s ({name}-worker-1.{name} ->"
+        f" Worker SIGKILL: replacement joined after {rejoined:.1f}s ({name}-worker-1.{service} ->"
         f" {address}), Succeeded after {done:.1f}s"
     )
     cluster.delete("mxjob", name)

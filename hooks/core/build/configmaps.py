@@ -14,7 +14,7 @@ from hooks.core.children import ConfigMap
 from hooks.core.fields import parsed_json
 from hooks.core.job import Job
 from hooks.core.labels import job_labels
-from hooks.core.naming import config_map_name, result_name
+from hooks.core.naming import RunNames, result_name
 from hooks.core.previous import PreviousStatus, read_previous
 from hooks.core.status import JobStatus
 
@@ -32,9 +32,11 @@ def _config_map(job: Job, name: str, data: dict[str, str]) -> dict[str, Any]:
     }
 
 
-def desired_config(job: Job) -> dict[str, Any]:
-    """The `cluster` and `labels` JSON that every pod's MX_CONFIG references."""
-    return _config_map(job, config_map_name(job.name), config_map_data(job.name, job.spec))
+def desired_config(job: Job, names: RunNames | None = None) -> dict[str, Any]:
+    """The `cluster` and `labels` JSON that the MX_CONFIG of every pod of a run references:
+    the run's `names` (run 0's, as this version makes them, unless given)."""
+    names = names or job.names()
+    return _config_map(job, names.config, config_map_data(job.name, job.spec, names.subdomain))
 
 
 def desired_result(job: Job, status: JobStatus) -> dict[str, Any]:

@@ -1,10 +1,10 @@
 """The DMLC_* / MX_CONFIG environment that lets ps-lite and AutoTVM processes find each other.
 
 The values are exactly docs/environment.md. To keep a job linear in its size, the O(N) parts of
-MX_CONFIG
-(`cluster`, `labels`) are published once in the job's ConfigMap and every container rebuilds
-MX_CONFIG from two variables that reference it, using Kubernetes' `$(VAR)` expansion of earlier
-variables. The process sees the same bytes as if MX_CONFIG were written out literally.
+MX_CONFIG (`cluster`, `labels`) are published once per run in a ConfigMap and every container
+rebuilds MX_CONFIG from two variables that reference its run's, using Kubernetes' `$(VAR)`
+expansion of earlier variables. The process sees the same bytes as if MX_CONFIG were written out
+literally.
 Inside MX_CONFIG, map keys (replica types) are sorted and object fields follow the Go operator's
 struct order (`url` before `port`, `type` before `index`), byte-compatible with kubeflow.
 """
@@ -20,9 +20,8 @@ from hooks.core.api import (
     TUNER_SERVER_KEY,
     JobMode,
     ReplicaType,
-    ServiceMode,
 )
-from hooks.core.naming import Slot, address, config_map_name, slot_prefix
+from hooks.core.naming import RunNames, Slot, address, slot_prefix
 from hooks.core.spec import JobSpec, ReplicaSpec
 
 CLUSTER_VAR = "MXJOB_CLUSTER"
@@ -42,21 +41,20 @@ def _compact(value: object) -> str:
     return json.dumps(value, separators=(",", ":"), sort_keys=True)
 
 
-def cluster_json(job: str, spec: JobSpec) -> str:
+def cluster_json(job: str, spec: JobSpec, subdomain: str | None) -> str:
     """`{type: [{"url": address, "port": mxjob-port}, …]}`, types sorted, in Go field order;
-    each address a slot's (hooks/core/naming.py, `address`)."""
-    per_job = spec.service_mode is ServiceMode.PER_JOB
-    entries = {rtype.short: _urls(job, r, per_job=per_job) for rtype, r in spec.replicas.items()}
+    each address a slot's, in `subdomain` with one Service per job (naming.address)."""
+    entries = {rtype.short: _urls(job, r, subdomain) for rtype, r in spec.replicas.items()}
     return "{" + ",".join(f'"{t}":[{entries[t]}]' for t in sorted(entries)) + "}"
 
 
-def _urls(job: str, replica: ReplicaSpec, *, per_job: bool) -> str:
+def _urls(job: str, replica: ReplicaSpec, subdomain: str | None) -> str:
     """The comma-separated `cluster` entries of one replica type, a slot's address each."""
     # An address's JSON is the JSON string of what precedes the index, still open, then the
     # index's digits, then what follows it: JSON escapes character by character and digits
     # need none.
     opened = json.dumps(slot_prefix(job, replica.rtype))[:-1]
-    after = json.dumps(address(job, "", per_job=per_job))[1:]
+    after = json.dumps(address("", subdomain))[1:]
     port = replica.mxnet_port
     return ",".join(f'{{"url":{opened}{i}{after},"port":{port}}}' for i in range(replica.replicas))
 
@@ -97,18 +95,15 @@ def _from_config_map(name: str, config_map: str, key: str) -> dict[str, Any]:
 
 
 class ReplicaEnv:
-    """The environment of the containers of one replica type's pods. Only DMLC_WORKER_ID and
-    MX_CONFIG's task depend on the slot, so the rest is built once per type and shared,
-    read-only, by its pods (a large job's pods differ in little else)."""
+    """The environment of the containers of one replica type's pods of a run, which reach the
+    names `names` gives. Only DMLC_WORKER_ID and MX_CONFIG's task depend on the slot, so the rest
+    is built once per type and shared, read-only, by its pods (a large job's pods differ in
+    little else)."""
 
-    def __init__(self, job: str, spec: JobSpec, rtype: ReplicaType) -> None:
+    def __init__(self, job: str, spec: JobSpec, rtype: ReplicaType, names: RunNames) -> None:
         scheduler = spec.replicas.get(ReplicaType.SCHEDULER)
-        root = address(
-            job,
-            Slot(ReplicaType.SCHEDULER, 0).name(job),
-            per_job=spec.service_mode is ServiceMode.PER_JOB,
-        )
-        config_map = config_map_name(job)
+        root = address(Slot(ReplicaType.SCHEDULER, 0).name(job), names.subdomain)
+        config_map = names.config
         self._role = rtype.short
         self._worker = rtype is ReplicaType.WORKER
         self._before = [
@@ -158,6 +153,7 @@ def default_env(spec: JobSpec) -> list[dict[str, Any]]:
     ]
 
 
-def config_map_data(job: str, spec: JobSpec) -> dict[str, str]:
-    """The ConfigMap data the MXJOB_CLUSTER / MXJOB_LABELS variables reference."""
-    return {CLUSTER_KEY: cluster_json(job, spec), LABELS_KEY: labels_json(spec)}
+def config_map_data(job: str, spec: JobSpec, subdomain: str | None) -> dict[str, str]:
+    """The ConfigMap data the MXJOB_CLUSTER / MXJOB_LABELS variables reference, the replicas
+    addressed in `subdomain` with one Service per job."""
+    return {CLUSTER_KEY: cluster_json(job, spec, subdomain), LABELS_KEY: labels_json(spec)}

@@ -10,7 +10,6 @@ from hooks.core.api import (
     LABEL_REPLICA_INDEX,
     MXNET_CONTAINER,
     ReplicaType,
-    ServiceMode,
 )
 from hooks.core.build.env import ReplicaEnv
 from hooks.core.gang import (
@@ -23,7 +22,7 @@ from hooks.core.gang import (
 )
 from hooks.core.job import Job
 from hooks.core.labels import at_index, run_selector, slot_labels
-from hooks.core.naming import Slot, attempt_name, job_service_name, slot_prefix
+from hooks.core.naming import RunNames, Slot, attempt_name, slot_prefix
 from hooks.core.placement import kueue_annotations
 from hooks.core.queueing import group_metadata, queue_group
 from hooks.core.restart.rejoin import pod_restart_policy, wait_container
@@ -49,12 +48,14 @@ class _Shape:
 
 
 class PodMaker:
-    """The desired pods of one job on one sync: the template merged with ours is built once per
+    """The desired pods of one job on one sync, which reach the names `names` give (run 0's, as
+    this version makes them, unless given): the template merged with ours is built once per
     replica type and run, then each pod adds its slot and attempt. What pods share is shared
     read-only, as the template is (a deep copy per pod was 60% of a large job's sync)."""
 
-    def __init__(self, job: Job) -> None:
+    def __init__(self, job: Job, names: RunNames | None = None) -> None:
         self._job = job
+        self._names = names or job.names()
         self._shapes: dict[tuple[ReplicaType, int, bool], _Shape] = {}
 
     def pod(
@@ -106,7 +107,7 @@ class PodMaker:
         }
         replaced = {**annotations, ANNOTATION_RESTARTS: "0"}
         ours: dict[str, str] = {}
-        env = ReplicaEnv(job.name, job.spec, rtype)
+        env = ReplicaEnv(job.name, job.spec, rtype, self._names)
         containers = [_telling(c) for c in template["spec"]["containers"]]
         spec = {
             **template["spec"],
@@ -116,9 +117,9 @@ class PodMaker:
         wait = wait_container(job.spec, rtype) if waits else None
         if wait is not None:
             spec["initContainers"] = [*template["spec"].get("initContainers", []), wait]
-        named = job.spec.service_mode is ServiceMode.PER_JOB
-        if named:
-            spec["subdomain"] = job_service_name(job.name)
+        subdomain = self._names.subdomain
+        if subdomain is not None:
+            spec["subdomain"] = subdomain
         if job.gang is Gang.VOLCANO:
             spec["schedulerName"] = VOLCANO_SCHEDULER
             ours[VOLCANO_GROUP_ANNOTATION] = job.name
@@ -141,7 +142,7 @@ class PodMaker:
             spec=spec,
             containers=[(c, env.after_injected(c.get("env", []))) for c in containers],
             env=env,
-            named=named,
+            named=subdomain is not None,
         )
         self._shapes[rtype, run, waits] = shape
         return shape

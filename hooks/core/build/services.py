@@ -5,11 +5,11 @@ is its hostname (docs/environment.md#services)."""
 from dataclasses import dataclass
 from typing import Any
 
-from hooks.core.api import LABEL_JOB_NAME, ServiceMode
+from hooks.core.api import LABEL_JOB_NAME
 from hooks.core.children import Child, ServiceSpec, spec_of
 from hooks.core.job import Job
 from hooks.core.labels import at_index, job_labels, run_selector, slot_labels, slot_selector
-from hooks.core.naming import Slot, job_service_name, slot_prefix
+from hooks.core.naming import RunNames, Slot, slot_prefix
 from hooks.core.spec import ReplicaSpec, mxnet_container
 
 
@@ -49,32 +49,33 @@ def service_ports(container: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 class ServiceMaker:
-    """The Services of one job's run on one sync: their ports, labels and selector are built
-    once per replica type, each Service adds its slot's name and index. The ports are shared
-    read-only by the Services of a type."""
+    """The Services of one job's run on one sync, of the run's `names` (run 0's, as this version
+    makes them, unless given): their ports, labels and selector are built once per replica type,
+    each Service adds its slot's name and index. The ports are shared read-only by the Services
+    of a type."""
 
-    def __init__(self, job: Job, run: int = 0) -> None:
+    def __init__(self, job: Job, run: int = 0, names: RunNames | None = None) -> None:
         self._job = job
         self._run = run
-        self._per_job = job.spec.service_mode is ServiceMode.PER_JOB
+        self._subdomain = (names or job.names(run)).subdomain
         self._types = {
             rtype: _type_parts(job.name, spec, run) for rtype, spec in job.spec.replicas.items()
         }
 
     def job_service(self) -> dict[str, Any] | None:
-        """With one Service per job, that Service: named after the job (every pod's subdomain),
+        """With one Service per job, that Service: the run's pods' subdomain, `<job>-mxjob`,
         selecting the run's pods by job name and (from run 1 on) run, without ports (DNS names
-        are all it gives: each pod `<slot name>.<job>`, as JobSet does); else None."""
-        if not self._per_job:
+        are all it gives: each pod `<slot name>.<job>-mxjob`, as JobSet does); else None."""
+        if self._subdomain is None:
             return None
-        name = job_service_name(self._job.name)
         selector = {LABEL_JOB_NAME: self._job.name, **run_selector(self._run)}
-        return _headless(name, self._job.namespace, job_labels(self._job.name), selector, [])
+        labels = job_labels(self._job.name)
+        return _headless(self._subdomain, self._job.namespace, labels, selector, [])
 
     def service(self, slot: Slot) -> dict[str, Any] | None:
         """The slot's own Service (None with one Service per job): `clusterIP: None`, selecting
         the slot's pods of the run by job name, replica type, index and (from run 1 on) run."""
-        if self._per_job:
+        if self._subdomain is not None:
             return None
         parts = self._types[slot.rtype]
         index = str(slot.index)

@@ -12,7 +12,10 @@ fixpoint of the children it lists:
 The run number comes from observed children only: the newest record's name and the pods' `run`
 annotation. The record carries what the gap between steps 2 and 3 needs (first attempt, every
 slot's restarts before the run, the status message and its moment), so a sync that sees no pod
-at all still knows the run and the restart count, whatever the parent status says.
+at all still knows the run and the restart count, whatever the parent status says; and what the
+run itself reads back: the config ConfigMap its pods read (a record without one was written
+before each run had its own), and how many restarts for edits in a row led to it
+(hooks/core/restart/resize.py).
 """
 
 import json
@@ -28,12 +31,13 @@ from hooks.core.children import ConfigMap
 from hooks.core.failure_policy import Action
 from hooks.core.job import Job
 from hooks.core.labels import job_labels
-from hooks.core.naming import Slot, run_from_record_name, run_record_name
+from hooks.core.naming import Slot, config_map_name, run_from_record_name, run_record_name
 from hooks.core.observed import FINISHED_PHASES, ObservedPod, PodPhase, judged_deleted
 from hooks.core.previous import PreviousStatus
+from hooks.core.restart import resize
 from hooks.core.restart.rejoin import through_ps_lite
 from hooks.core.restart.slots import RunStart, SlotPlan, describe_exit, plan_slot, replica_words
-from hooks.core.timestamps import format_time, parse_time
+from hooks.core.timestamps import earliest, format_time, parse_time
 
 #: Replica types whose loss the other processes cannot survive (docs/restarts.md).
 WHOLE_JOB_TYPES = frozenset(
@@ -60,6 +64,11 @@ class RunRecord:
     restarts_before: dict[Slot, int]
     cause: str
     moment: datetime | None
+    #: Whole-job restarts for edits in a row that led to this run; 0 when a failure did.
+    edits: int = 0
+    #: Whether the run's pods read a config of their own (`config_map_name(job, run)`); a record
+    #: an earlier version wrote names none, and its run read `<job>-mxjob-config`.
+    own_config: bool = True
 
     def start(self, slot: Slot) -> RunStart:
         """Where this run begins for one slot."""
@@ -101,21 +110,32 @@ def observed_record(
     for run, child in sorted(found, key=lambda item: -item[0]):
         data = child.data or {}
         counts = _read_counts(job, data.get("restartsBefore"))
-        attempt = data.get("attempt")
+        attempt = _count(data.get("attempt"))
         cause = data.get("cause")
-        if counts is None or cause is None:
-            continue
-        if attempt is None or not (attempt.isascii() and attempt.isdigit()) or len(attempt) > 9:
+        if counts is None or cause is None or attempt is None:
             continue
         record = RunRecord(
             run=run,
-            attempt=int(attempt),
+            attempt=attempt,
             restarts_before=counts,
             cause=cause,
             moment=parse_time(data.get("time")),
+            edits=_count(data.get("edits")) or 0,
+            own_config=CONFIG_KEY in data,
         )
         return record, child
     return None, None
+
+
+#: The record's key naming the config ConfigMap its run's pods read.
+CONFIG_KEY = "config"
+
+
+def _count(text: str | None) -> int | None:
+    """A count the hook wrote in a record (up to 9 ASCII digits); None for anything else."""
+    if text is None or not (text.isascii() and text.isdigit()) or len(text) > 9:
+        return None
+    return int(text)
 
 
 def record_config_map(job: Job, record: RunRecord) -> dict[str, Any]:
@@ -126,9 +146,12 @@ def record_config_map(job: Job, record: RunRecord) -> dict[str, Any]:
         "attempt": str(record.attempt),
         "restartsBefore": json.dumps(counts, separators=(",", ":"), sort_keys=True),
         "cause": record.cause,
+        CONFIG_KEY: config_map_name(job.name, record.run),
     }
     if record.moment is not None:
         data["time"] = format_time(record.moment)
+    if record.edits:
+        data["edits"] = str(record.edits)
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
@@ -235,26 +258,43 @@ def decide_restart(
     return None
 
 
+def _of_the_run(plans: list[SlotPlan], extra: list[ObservedPod]) -> list[ObservedPod]:
+    """Every observed pod of the run: its slots' and those of slots the spec no longer has."""
+    return [p for q in plans for p in (*q.keep, q.current) if p] + extra
+
+
 def _newest(plans: list[SlotPlan], extra: list[ObservedPod]) -> int:
     """The newest attempt any observed pod of the run has."""
-    pods = [p for q in plans for p in (*q.keep, q.current) if p] + extra
-    return max((p.attempt for p in pods), default=0)
+    return max((p.attempt for p in _of_the_run(plans, extra)), default=0)
 
 
 def resize_restart(
-    job: Job, run: int, plans: list[SlotPlan], extra: list[ObservedPod], words: str | None
-) -> RunRecord | None:
+    job: Job,
+    run: int,
+    plans: list[SlotPlan],
+    extra: list[ObservedPod],
+    words: str | None,
+    record: RunRecord | None,
+    now: datetime,
+) -> RunRecord | resize.EditWait | None:
     """A whole-job restart at the spec's new size when the running processes were started
     with another cluster (`words` say how it changed, hooks/core/restart/resize.py): not counted
-    toward backoffLimit, dated by the spec's change."""
+    toward backoffLimit, dated by the spec's change; or, while the run `record` started has not
+    run its wait (edits in a row) or the job's name leaves no room for its names, why not."""
     if words is None or not (extra or any(p.current is not None for p in plans)):
         return None
+    edits = record.edits if record is not None and record.run == run else 0
+    started = earliest(*(p.created for p in _of_the_run(plans, extra)))
+    waits = resize.held(job, words, edits, started, now)
+    if waits is not None:
+        return waits
     return RunRecord(
         run=run + 1,
         attempt=_newest(plans, extra) + 1,
         restarts_before={p.slot: p.counted for p in plans if p.counted > 0},
         cause=f"MXJob {job.name} is restarting the whole job: {words}",
         moment=job.spec_changed,
+        edits=resize.edits_in_a_row(edits, started, now),
     )
 
 
@@ -303,8 +343,8 @@ def may_create_run(previous: PreviousStatus, restart: RunRecord | None, *, old: 
 @dataclass(frozen=True, kw_only=True)
 class RunPlan:
     """The whole job on one sync: the current run's slot plans, older pods still observed, pods
-    of the run whose slots the spec no longer has, and the whole-job restart decided now
-    (`fresh`) or under way (`restart`) at its `step`."""
+    of the run whose slots the spec no longer has, the whole-job restart decided now (`fresh`)
+    or under way (`restart`) at its `step`, and an edit that waits to restart the run."""
 
     plans: list[SlotPlan]
     old: list[ObservedPod]
@@ -312,6 +352,8 @@ class RunPlan:
     fresh: RunRecord | None
     restart: RunRecord | None
     step: Step
+    #: An edit of the spec that does not restart the run yet, or cannot (resize.held).
+    waits: resize.EditWait | None = None
 
     @property
     def old_alive(self) -> bool:
@@ -364,7 +406,8 @@ def plan_run(
     run's lost pods as gone (docs/restarts.md, "Lost nodes"). A pod of the run deleted after
     `own_until` (the job's own suspension deleted its pods until then) was deleted by someone
     else and is judged as failed at once. `resized` says how the spec's cluster differs from
-    the one the run started with (hooks/core/restart/resize.py): that restarts the whole job."""
+    the one the run started with (hooks/core/restart/resize.py): that restarts the whole job,
+    once the run has run the wait of edits in a row (compared with `now` too)."""
     pods = {slot: [p.settled(now) for p in attempts] for slot, attempts in observed.items()}
     run = current_run(record, pods)
     slots = job.slots()
@@ -373,18 +416,22 @@ def plan_run(
     starts = {slot: _run_start(record, run, pods, slot) for slot in slots}
     of_run = {slot: _of_run(pods.get(slot, []), run, own_until) for slot in slots}
     plans = [_plan(job, slot, of_run[slot], starts[slot]) for slot in slots]
+    waits = None
     if not alive:
         no_rejoin = _no_rejoin([(s, p) for s in slots for p in of_run[s]], starts)
         fresh = decide_restart(job, run, plans, no_rejoin) or resize_restart(
-            job, run, plans, extra, resized
+            job, run, plans, extra, resized, record, now
         )
-        if fresh is not None:
+        if isinstance(fresh, RunRecord):
             held = _held(plans, fresh)
             step = Step.RECORDING
             return RunPlan(plans=held, old=old, extra=extra, fresh=fresh, restart=fresh, step=step)
+        waits = fresh
     restart = record if _in_progress(record, run, plans, old=alive) else None
     step = Step.DELETING if alive else Step.CREATING
-    return RunPlan(plans=plans, old=old, extra=extra, fresh=None, restart=restart, step=step)
+    return RunPlan(
+        plans=plans, old=old, extra=extra, fresh=None, restart=restart, step=step, waits=waits
+    )
 
 
 def _outside(
