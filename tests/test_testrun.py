@@ -202,7 +202,10 @@ def test_the_prepare_builds_every_component_once_stacks_first() -> None:
     assert sorted(builds) == sorted(every)
     stack = {c.name for c in (*build.KWOK_STACK, *build.NODE_STACK)}
     assert set(builds[: len(stack)]) == stack
-    assert all(s.nice == 0 for s in graph if s.name.removeprefix("build-") in stack)
+    nice = {s.name.removeprefix("build-"): s.nice for s in graph if s.name.startswith("build-")}
+    assert {c.name for c in build.NODE_STACK} == {c for c, n in nice.items() if n == 0}
+    assert nice["kwok"] == prepare.KWOK_NICE
+    assert all(n == prepare.LATE_NICE for c, n in nice.items() if c not in stack)
     assert set(prepare.NODE_NEEDS) <= {s.name for s in graph}
 
 
