@@ -117,6 +117,27 @@ def run_step(name: str, cache: Path, log: Log) -> str:
     raise SystemExit(f"unknown step {name!r}")
 
 
+def _built_by(step: steps.Step) -> Component | None:
+    kind, _, name = step.name.partition("-")
+    return _component(name) if kind == "build" else None
+
+
+def announce(graph: list[steps.Step], pending: Path) -> None:
+    """A file in `pending` for each build of `graph`: while it is there, a test that needs the
+    component waits for that build rather than compile it itself (`build.need`, with
+    `build.PENDING_SETTING` naming `pending`)."""
+    for component in filter(None, map(_built_by, graph)):
+        (pending / f"{component.name}-{component.version}").touch()
+
+
+def settle(pending: Path, done: steps.Done) -> None:
+    """A step ended (or was given up): a build's file in `pending` goes, whatever became of
+    the build (a test that still lacks the component then builds it, or says why not)."""
+    component = _built_by(done.step)
+    if component is not None:
+        (pending / f"{component.name}-{component.version}").unlink(missing_ok=True)
+
+
 def plan(cache: Path, log: Log) -> list[steps.Step]:
     """The prepare's steps for the tiers this machine can run; each tier it cannot run is
     named with its reason instead (its tests then skip, or fail under E2E=required)."""
