@@ -6,6 +6,7 @@ what each step did. The commands are real processes (`sh -c`)."""
 import os
 import re
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -202,7 +203,10 @@ def test_the_prepare_builds_every_component_once_stacks_first() -> None:
     assert sorted(builds) == sorted(every)
     stack = {c.name for c in (*build.KWOK_STACK, *build.NODE_STACK)}
     assert set(builds[: len(stack)]) == stack
-    assert all(s.nice == 0 for s in graph if s.name.removeprefix("build-") in stack)
+    nice = {s.name.removeprefix("build-"): s.nice for s in graph if s.name.startswith("build-")}
+    assert {c.name for c in build.NODE_STACK} == {c for c, n in nice.items() if n == 0}
+    assert nice["kwok"] == prepare.KWOK_NICE
+    assert all(n == prepare.LATE_NICE for c, n in nice.items() if c not in stack)
     assert set(prepare.NODE_NEEDS) <= {s.name for s in graph}
 
 
@@ -244,3 +248,29 @@ def test_niceness_counts_across_sessions_during_the_run_and_the_setting_comes_ba
     assert hoststate.read_sysctls((hoststate.AUTOGROUP,)) == before
     if before and os.access(f"/proc/sys/{hoststate.AUTOGROUP.replace('.', '/')}", os.W_OK):
         assert inside == {hoststate.AUTOGROUP: "0"}
+
+
+def test_a_test_waits_for_the_build_a_prepare_has_announced(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    component = build.Component("tool", "v1", mains={"example.com/tool": "tool"}, requires={})
+    pending = tmp_path / "pending"
+    pending.mkdir()
+    monkeypatch.setenv(build.PENDING_SETTING, str(pending))
+    monkeypatch.setattr(prepare, "BUILD_ORDER", (component,))
+    graph = [steps.Step("build-tool", ("true",))]
+    prepare.announce(graph, pending)
+    built_while: list[list[Path]] = []
+
+    def build_component(c: build.Component, cache: Path, log: build.Log) -> float:
+        built_while.append(list(pending.iterdir()))  # what was still pending when it built
+        return 0.0
+
+    monkeypatch.setattr(build, "build_component", build_component)
+    waiter = threading.Thread(target=build.need, args=(component, tmp_path, lambda _: None))
+    waiter.start()
+    time.sleep(1.5)
+    assert built_while == []  # announced: the test waits, it does not build
+    prepare.settle(pending, steps.Done(graph[0], status=1))  # the prepare's build ended
+    waiter.join(timeout=10)
+    assert built_while == [[]]  # then it goes on (and builds it, were it still missing)

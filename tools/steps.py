@@ -80,6 +80,8 @@ class Runner:
     cpu_slots: int = 3
     network_slots: int = 3
     cwd: Path | None = None
+    #: Called with each step's `Done` as it ends, or as it is given up (never run).
+    on_done: Callable[[Done], None] = lambda done: None
     done: dict[str, Done] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _wake: threading.Event = field(default_factory=threading.Event)
@@ -122,6 +124,7 @@ class Runner:
                         waiting.remove(step)
                         self.done[step.name] = Done(step, why_not=blocked)
                         self.log(f"[{step.name}] not run: {blocked}")
+                        self.on_done(self.done[step.name])
                     elif self._ready(step) and self._slot_free(step, running):
                         waiting.remove(step)
                         running[step.name] = step
@@ -191,6 +194,7 @@ class Runner:
         step = record.step
         verdict = "done" if record.ok else f"FAILED (exit {record.status})"
         self.log(f"[{step.name}] {verdict} in {record.wall:.0f}s ({record.cpu:.0f} CPU s)")
+        self.on_done(record)
         with self._lock:
             self.done[step.name] = record
             self._procs.pop(step.name, None)

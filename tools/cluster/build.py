@@ -657,13 +657,38 @@ def need(component: Component, cache: Path, log: Log = print) -> Path:
     return component.home(cache)
 
 
+#: A directory where a prepare running beside the tests (`python -m tools.testrun`) keeps one
+#: file per build it has still to finish: a test that needs one of them waits for it rather
+#: than build it itself, at its own priority and outside the prepare's count of compiles.
+PENDING_SETTING = "MXJOB_PENDING_BUILDS"
+
+
+def pending(component: Component) -> Path | None:
+    """The file saying a prepare is still to build `component`, where one runs."""
+    where = os.environ.get(PENDING_SETTING)
+    return Path(where) / f"{component.name}-{component.version}" if where else None
+
+
+def _await_prepare(component: Component, log: Log) -> None:
+    """Until the prepare running beside this process has built `component` (or failed to)."""
+    marker = pending(component)
+    if marker is None or not marker.exists():
+        return
+    with heartbeat(log, f"waiting for the prepare's build of {component.name}"):
+        while marker.exists():
+            time.sleep(1.0)
+
+
 def build_all(
     cache: Path | None = None,
     log: Log = print,
     components: tuple[Component, ...] = COMPONENTS,
 ) -> dict[str, float]:
-    """Build every missing component (sequentially: each build already uses every core)."""
+    """Build every missing component (sequentially: each build already uses every core), once
+    the prepare running beside this process, if any, is done with it."""
     cache = cache or default_cache_dir()
+    for component in components:
+        _await_prepare(component, log)
     if not all_built(cache, components):
         problem = go_problem()
         if problem:

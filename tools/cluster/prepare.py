@@ -37,8 +37,10 @@ BUILD_ORDER: tuple[Component, ...] = (
     build.SCHEDULER_PLUGINS,
     build.KUEUE,
 )
-#: Niceness of the builds no stack runs: they yield the CPU to tests already running.
-LATE_NICE = 10
+#: Niceness of the builds: those the real-node stacks run at 0 (the longest lanes wait for
+#: them), those only the KWOK stack runs at 5 (its lane yields to the real node's too), those of
+#: single tests at 10 (they yield the CPU to tests already running).
+KWOK_NICE, LATE_NICE = 5, 10
 #: The steps a real-node stack waits for.
 NODE_NEEDS = (
     "packages",
@@ -59,6 +61,12 @@ def graph(*, go: bool = True, node_tier: bool = True) -> list[steps.Step]:
     run."""
     wanted = BUILD_ORDER if go else ()
     stack_parts = (*build.KWOK_STACK, *build.NODE_STACK)
+
+    def nice(component: Component) -> int:
+        if component in build.NODE_STACK:
+            return 0
+        return KWOK_NICE if component in build.KWOK_STACK else LATE_NICE
+
     fetches = [_step(f"fetch-{c.name}", kind=steps.NETWORK) for c in wanted]
     first = sum(1 for c in wanted if c in stack_parts)
     graph_: list[steps.Step] = []
@@ -70,14 +78,7 @@ def graph(*, go: bool = True, node_tier: bool = True) -> list[steps.Step]:
         graph_.append(_step("images", needs=("packages",), kind=steps.NETWORK))
     graph_.append(_step("mxnet", kind=steps.NETWORK))
     graph_ += fetches[first:]
-    graph_ += [
-        _step(
-            f"build-{c.name}",
-            needs=(f"fetch-{c.name}",),
-            nice=0 if c in stack_parts else LATE_NICE,
-        )
-        for c in wanted
-    ]
+    graph_ += [_step(f"build-{c.name}", needs=(f"fetch-{c.name}",), nice=nice(c)) for c in wanted]
     if node_tier:
         graph_.append(
             _step(
@@ -114,6 +115,27 @@ def run_step(name: str, cache: Path, log: Log) -> str:
     if kind == "build":
         return "built" if build.build_component(_component(what), cache, log) else "cached"
     raise SystemExit(f"unknown step {name!r}")
+
+
+def _built_by(step: steps.Step) -> Component | None:
+    kind, _, name = step.name.partition("-")
+    return _component(name) if kind == "build" else None
+
+
+def announce(graph: list[steps.Step], pending: Path) -> None:
+    """A file in `pending` for each build of `graph`: while it is there, a test that needs the
+    component waits for that build rather than compile it itself (`build.need`, with
+    `build.PENDING_SETTING` naming `pending`)."""
+    for component in filter(None, map(_built_by, graph)):
+        (pending / f"{component.name}-{component.version}").touch()
+
+
+def settle(pending: Path, done: steps.Done) -> None:
+    """A step ended (or was given up): a build's file in `pending` goes, whatever became of
+    the build (a test that still lacks the component then builds it, or says why not)."""
+    component = _built_by(done.step)
+    if component is not None:
+        (pending / f"{component.name}-{component.version}").unlink(missing_ok=True)
 
 
 def plan(cache: Path, log: Log) -> list[steps.Step]:

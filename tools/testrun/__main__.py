@@ -11,6 +11,8 @@ count, the whole run and how busy the machine was.
 
 from __future__ import annotations
 
+import functools
+import os
 import sys
 import tempfile
 import threading
@@ -104,11 +106,17 @@ def main(argv: list[str]) -> int:
     with tempfile.TemporaryDirectory(prefix="mxjob-testrun-") as tmp:
         out = Path(tmp)
         graph = prepare.plan(cache, console)
+        pending = out / "pending"
+        pending.mkdir()
+        os.environ[build.PENDING_SETTING] = str(pending)  # every step and lane inherits it
+        prepare.announce(graph, pending)
         lint = steps.Step("lint", ("make", "-s", "--no-print-directory", "lint"), fatal=True,
                           kind=steps.UNLIMITED)  # fmt: skip
         run = [lint, *graph, *lane_steps(graph, out, argv)]
+        settle = functools.partial(prepare.settle, pending)
+        runner = steps.Runner(run, log=console, cwd=REPO, on_done=settle)
         with hoststate.niceness_counts():
-            done = steps.Runner(run, log=console, cwd=REPO).run()
+            done = runner.run()
         rows, executed = lane_rows(done, out)
     lines = report.table(done, cache, began, start, report.Machine.now())
     at = lines.index(next(line for line in lines if line.startswith("whole run")))
