@@ -15,6 +15,11 @@ measured, before and during the attack.
 After: no hook or webhook container restarted, no 5xx in their logs, the hook's memory peak
 under its limit, the bystander synced every time, each attack answered as designed.
 
+The name clash (issue 37), as a user of a namespace meets it: a job `twin` (a Service per
+replica) and another named like its Scheduler's Service, `twin-scheduler-0`, with one Service
+for the whole job. Each job's Services are its own, selecting its own pods: `twin`'s Scheduler
+is reached at `twin-scheduler-0`, the other job's pods at `<pod>.twin-scheduler-0-mxjob`.
+
 The webhook-stall case (issue 37): pods of the tenant send the conversion webhook reviews of
 8 MiB, its body limit, and never read the answers, each holding its connection past the
 webhook's send timeout before sending again. Meanwhile a bystander's job is read at v1alpha1
@@ -35,7 +40,7 @@ import pytest
 
 from hooks.core.conversion.versions import V1_FIELDS
 from tests.e2e.conftest import NAMESPACE, REPO, wait_for
-from tests.realnode.conftest import HOOK_NAMESPACE, Node, waiting_job
+from tests.realnode.conftest import HOOK_NAMESPACE, WAITING, Node, waiting_job
 
 pytestmark = pytest.mark.alone(
     "holds the hook's and the webhook's connections and times a bystander's syncs: other"
@@ -506,3 +511,60 @@ def stallers_in(tenant: Callable[..., Any], wanted: str) -> bool:
         for i in range(STALLERS)
     ]
     return all(found == wanted for found in phases)
+
+
+# --- the name clash (issue 37) ----------------------------------------------------------------
+
+
+def tenant_job(name: str, image: str, **spec: Any) -> dict[str, Any]:
+    """A job of the tenant's namespace: a Scheduler and a Worker that wait (its pods mount
+    nothing of the session's namespace)."""
+    replica = {
+        "replicas": 1,
+        "restartPolicy": "Never",
+        "template": {
+            "spec": {
+                "terminationGracePeriodSeconds": 1,
+                "containers": [{"name": "mxnet", "image": image, "command": WAITING}],
+            }
+        },
+    }
+    return {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "MXJob",
+        "metadata": {"name": name, "namespace": TENANT},
+        "spec": {"mxReplicaSpecs": {"Scheduler": replica, "Worker": replica}, **spec},
+    }
+
+
+def test_a_job_named_like_another_jobs_service_takes_none_of_its_services(
+    cluster: Node, tenant: Callable[..., Any]
+) -> None:
+    image = cluster.image("mxjob-base")
+    tenant("apply", "-f", "-", stdin=json.dumps(tenant_job("twin", image)))
+    clash = tenant_job("twin-scheduler-0", image, serviceMode="PerJob")
+    tenant("apply", "-f", "-", stdin=json.dumps(clash))
+    for job in ("twin", "twin-scheduler-0"):
+        wait_for_condition(tenant, job, "Running")
+
+    def services(job: str) -> dict[str, dict[str, Any]]:
+        out = tenant("get", "services", "-l", f"training.kubeflow.org/job-name={job}", "-o",
+                     "json").stdout  # fmt: skip
+        return {s["metadata"]["name"]: s for s in json.loads(out)["items"]}
+
+    own = services("twin")
+    other = services("twin-scheduler-0")
+    assert set(own) == {"twin-scheduler-0", "twin-worker-0"}, sorted(own)
+    assert set(other) == {"twin-scheduler-0-mxjob"}, sorted(other)
+    for job, found in (("twin", own), ("twin-scheduler-0", other)):
+        for service in found.values():
+            (owner,) = service["metadata"]["ownerReferences"]
+            assert owner["name"] == job, (service["metadata"]["name"], owner)
+            selector = service["spec"]["selector"]
+            assert selector["training.kubeflow.org/job-name"] == job, selector
+    print(
+        "\nname clash: twin keeps "
+        + ", ".join(sorted(own))
+        + "; twin-scheduler-0 (PerJob) has "
+        + ", ".join(sorted(other))
+    )
