@@ -44,7 +44,7 @@ def test_a_start_time_outside_the_utc_years_is_unknown_not_a_500(
     before = run(request(job, children)).status
     job["status"] = {**before, "startTime": moment}
     answer = sync(client, request(job, children))
-    assert answer["status"]["conditions"][-1]["type"] == "Running"
+    assert answer["status"]["conditions"][-1]["type"] in ("Running", "Restarting")
     assert answer["status"]["startTime"] == before["startTime"]
 
 
@@ -120,3 +120,42 @@ def test_a_stash_never_brings_in_what_v1_refuses(
     message = response["result"]["message"]
     assert f"metadata.annotations[{V1_FIELDS}]: brings in what {V1} refuses" in message
     assert named in message, message
+
+
+# --- what a namespace editor can write into the job's own ConfigMaps -------------------------
+
+
+def nested_json(depth: int) -> str:
+    return "[" * depth + "]" * depth
+
+
+@pytest.mark.parametrize("depth", [900, 5000])
+@pytest.mark.parametrize(
+    ("suffix", "key"),
+    [
+        ("mxjob-config", "cluster"),
+        ("mxjob-config", "labels"),
+        ("mxjob-result", "status"),
+        ("mxjob-run-1", "restartsBefore"),
+    ],
+)
+def test_a_config_map_holding_json_nested_too_deep_is_no_record_not_a_500(
+    client: FlaskClient, suffix: str, key: str, depth: int
+) -> None:
+    """Once a RecursionError in json.loads on every sync (issue 37): `edit` may write the
+    job's ConfigMaps, and the standard library's JSON reads about 1000 levels. Such a text is
+    read as no record (the job goes on from its pods), one it can read as what it says (a
+    config's labels changed restart the job, docs/restarts.md#resizing)."""
+    job = worker_job()
+    children = running_children(job)
+    job["status"] = run(request(job, children)).status
+    config_maps = [c for c in children if c["kind"] == "ConfigMap"]
+    name = f"mnist-{suffix}"
+    written = next((c for c in config_maps if c["metadata"]["name"] == name), None)
+    if written is None:
+        written = {**config_maps[0], "metadata": {**config_maps[0]["metadata"], "name": name}}
+        written["data"] = {"run": "1", "attempt": "0", "cause": "a forged record"}
+        children.append(written)
+    written["data"] = {**written["data"], key: nested_json(depth)}
+    answer = sync(client, request(job, children))
+    assert answer["status"]["conditions"][-1]["type"] in ("Running", "Restarting")
