@@ -16,6 +16,7 @@ from typing import Any, NotRequired, TypedDict
 from hooks.core.api import KIND
 from hooks.core.conversion import v1alpha1, v1alpha2
 from hooks.core.conversion.versions import V1, Mapping, UnconvertibleError, from_v1, to_v1
+from hooks.core.spec import shown
 
 REVIEW_API_VERSION = "apiextensions.k8s.io/v1"
 REVIEW_KIND = "ConversionReview"
@@ -24,6 +25,12 @@ _MAPPINGS: dict[str, Mapping] = {m.api_version: m for m in (v1alpha1.MAPPING, v1
 SERVED = (*_MAPPINGS, V1)
 SUCCESS = "Success"
 FAILURE = "Failure"
+#: The API server's review uids are UUIDs (36 characters); the answer echoes one, the log too.
+UID_CHARS = 128
+#: Characters of a Failure's message at most: the API server hands it to the client and the
+#: webhook logs it, and a value it quotes (a schema error quotes the whole value) can be a
+#: megabyte of the object.
+MESSAGE_CHARS = 1024
 
 
 class ReviewError(ValueError):
@@ -67,18 +74,18 @@ def parse_review(body: object) -> Review:
     if (body.get("apiVersion"), body.get("kind")) != (REVIEW_API_VERSION, REVIEW_KIND):
         raise ReviewError(
             f"'apiVersion' must be {REVIEW_API_VERSION} and 'kind' {REVIEW_KIND}, got "
-            f"{body.get('apiVersion')!r} and {body.get('kind')!r}"
+            f"{shown(body.get('apiVersion'))} and {shown(body.get('kind'))}"
         )
     request = body.get("request")
     if not isinstance(request, dict):
         raise ReviewError("'request' must be an object")
     uid = request.get("uid")
-    if not isinstance(uid, str) or not uid:
-        raise ReviewError("'request.uid' must be a non-empty string")
+    if not isinstance(uid, str) or not 0 < len(uid) <= UID_CHARS:
+        raise ReviewError(f"'request.uid' must be a string of 1 to {UID_CHARS} characters")
     desired = request.get("desiredAPIVersion")
     if desired not in SERVED:
         raise ReviewError(
-            f"'request.desiredAPIVersion' must be one of {', '.join(SERVED)}, got {desired!r}"
+            f"'request.desiredAPIVersion' must be one of {', '.join(SERVED)}, got {shown(desired)}"
         )
     objects = request.get("objects")
     if not isinstance(objects, list):
@@ -101,6 +108,8 @@ def answer(review: Review, v1_spec: dict[str, Any] | None = None) -> ConversionR
                 f"{KIND} {_reference(obj, i)} cannot be converted from "
                 f"{obj.get('apiVersion')} to {review.desired}: {exc}"
             )
+            if len(message) > MESSAGE_CHARS:
+                message = message[: MESSAGE_CHARS - 1] + "…"
             return _review(review.uid, [], {"status": FAILURE, "message": message})
     return _review(review.uid, converted, {"status": SUCCESS})
 
