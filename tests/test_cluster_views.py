@@ -5,6 +5,7 @@ and tests/realnode/test_last_failure.py."""
 
 import argparse
 import copy
+import io
 import json
 from datetime import timedelta
 from typing import Any
@@ -13,10 +14,10 @@ import pytest
 import yaml
 
 from hooks.core.public import unsafe
-from hooks.jobs import view
+from hooks.jobs import commands, view
 from hooks.jobs.commands import data_text
 from hooks.jobs.follow import Prefixes, _lines
-from hooks.jobs.options import _duration
+from hooks.jobs.options import _duration, namespace_refused
 from hooks.jobs.replicas import ReplicaFilter, job_replicas
 from hooks.jobs.waiting import ENDED_OTHERWISE, REACHED, Goal, verdict
 from tests import golden
@@ -307,3 +308,61 @@ def test_durations(text: str, seconds: float) -> None:
 def test_a_duration_that_is_none_is_refused(text: str) -> None:
     with pytest.raises(argparse.ArgumentTypeError):
         _duration(text)
+
+
+@pytest.mark.parametrize(
+    ("namespaces", "given", "refused"),
+    [
+        (["team-a"], "team-b", "team-a"),
+        ([None, "team-a"], "team-b", "team-a"),
+        (["team-a"], "team-a", None),
+        ([None], "team-b", None),  # created in team-b
+        (["team-a"], None, None),  # created in team-a, the file's
+    ],
+)
+def test_submit_n_refuses_a_job_of_another_namespace_as_kubectl_does(
+    namespaces: list[str | None], given: str | None, refused: str | None
+) -> None:
+    jobs = [{"metadata": {"name": "j", **({"namespace": ns} if ns else {})}} for ns in namespaces]
+    said = namespace_refused(jobs, given)
+    if refused is None:
+        assert said is None
+    else:
+        assert said == (
+            f'the namespace from the provided object "{refused}" does not match the namespace '
+            f"\"{given}\". You must pass '--namespace={refused}' to perform this operation."
+        )
+
+
+class Recording:
+    """A cluster that records what it is asked to create."""
+
+    namespace = "team-b"
+
+    def __init__(self) -> None:
+        self.created: list[dict[str, Any]] = []
+
+    def create(self, obj: dict[str, Any]) -> dict[str, Any]:
+        self.created.append(obj)
+        return obj
+
+
+def test_submit_n_creates_nothing_when_a_job_names_another_namespace() -> None:
+    """Once created in the file's namespace A, whatever `-n B` said."""
+    jobs = [
+        {"metadata": {"name": "first"}},
+        {"metadata": {"name": "second", "namespace": "team-a"}},
+    ]
+    arguments = argparse.Namespace(
+        filename="jobs.yaml", namespace="team-b", wait=False, logs=False, goal=Goal.SUCCEEDED
+    )
+    err = io.StringIO()
+    term = commands.Terminal(io.StringIO(), err)
+    cluster = Recording()
+    status = commands.run_submit(cluster, arguments, term, lambda path, err: jobs)  # type: ignore[arg-type]
+    assert (status, cluster.created) == (commands.FAILED, [])
+    assert err.getvalue().splitlines() == [
+        'mxjob submit: the namespace from the provided object "team-a" does not match the '
+        "namespace \"team-b\". You must pass '--namespace=team-a' to perform this operation.",
+        "mxjob submit: nothing was created",
+    ]

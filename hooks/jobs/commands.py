@@ -18,6 +18,7 @@ from hooks.core.public import dig, unsafe
 from hooks.jobs import view
 from hooks.jobs.api import WATCH_SECONDS, Cluster, ClusterError
 from hooks.jobs.follow import Following, print_logs
+from hooks.jobs.options import namespace_refused
 from hooks.jobs.replicas import Replica
 from hooks.jobs.waiting import CANNOT_READ, REACHED, TIMED_OUT, Goal, verdict
 
@@ -206,7 +207,10 @@ def run_submit(
 ) -> int:
     """Check the file's jobs; create them; then wait for one, or follow its logs to its end."""
     jobs = reader(arguments.filename, term.err)
-    if jobs is None:
+    refused = None if jobs is None else namespace_refused(jobs, arguments.namespace)
+    if refused is not None:
+        print(f"mxjob submit: {view.safe(refused)}", file=term.err)
+    if jobs is None or refused is not None:
         print("mxjob submit: nothing was created", file=term.err)
         return FAILED
     if (arguments.wait or arguments.logs) and len(jobs) != 1:
