@@ -141,3 +141,12 @@ def test_a_job_whose_events_cannot_be_told_stops_no_other(
     if refuse:
         (line,) = [json.loads(JsonFormatter().format(r)) for r in caplog.records]
         assert (line["name"], line["action"]) == ("a", "error")
+
+
+def test_a_condition_written_with_escape_sequences_is_told_clean() -> None:
+    """The hook writes its words clean; a status written by another hand (or an older hook)
+    reaches `kubectl describe` through the Events: told without what a terminal acts on."""
+    written = condition("Failed", "True", 1, "MXJob\x1b[31mFailed")
+    written["message"] = "\x1b]52;c;cm0gLXJmIH4=\x07gone\u202e\nnow"
+    (told,) = story(job(written), NOW)
+    assert (told.reason, told.message) == ("MXJobFailed", "gone now")
