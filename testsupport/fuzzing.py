@@ -825,8 +825,8 @@ def _observed(body: Json | None) -> dict[tuple[str, str], tuple[str, str, Json]]
             kind, _, api_version = group_key.partition(".")
             if not (kind and api_version):
                 kind = _dig(child, "kind")
-            # A kind mutated into a list or an object names no kind (and is no key).
-            if isinstance(name, str) and (kind is None or isinstance(kind, str)):
+            # A kind mutated into anything but a string names no kind (a list is no key).
+            if isinstance(name, str) and isinstance(kind, str):
                 found[(kind, name)] = (group_key, member, child)
     return found
 
