@@ -4,7 +4,10 @@ restart, or by two replicas) is refused by the API server as a duplicate. Pure: 
 parameter.
 
 Transitions older than `RECENT` are not told: the API server deletes Events after an hour by
-default (`--event-ttl`), and telling an old transition again then would only repeat it.
+default (`--event-ttl`), and telling an old transition again then would only repeat it. A
+condition's words are told cleaned as the hook cleans what it quotes (hooks/core/quoting.py):
+the hook writes them clean, but a status written by another hand, or by an older hook, could
+carry escape sequences to `kubectl describe`.
 """
 
 import hashlib
@@ -12,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from hooks.core.public import dig, parse_time
+from hooks.core.public import clean, dig, parse_time
 
 #: A little under the API server's default Event time to live (1 h).
 RECENT = timedelta(minutes=55)
@@ -57,8 +60,8 @@ def story(job: Any, now: datetime) -> list[JobEvent]:
             JobEvent(
                 name=f"{name}.{key}",
                 type="Warning" if ctype in WARNINGS else "Normal",
-                reason=str(condition.get("reason") or f"MXJob{ctype}"),
-                message=str(condition.get("message") or ""),
+                reason=clean(str(condition.get("reason") or f"MXJob{ctype}")),
+                message=clean(str(condition.get("message") or "")),
                 time=when,
             )
         )

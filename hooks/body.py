@@ -57,7 +57,7 @@ class NotAConversionReviewError(UnprocessableEntity):
         super().__init__(message)
         request = body.get("request") if isinstance(body, dict) else None
         uid = request.get("uid") if isinstance(request, dict) else None
-        self.reference = {"uid": uid if isinstance(uid, str) else None}
+        self.reference = {"uid": logs.logged_name(uid)}
 
 
 class _Pause:

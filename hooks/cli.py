@@ -33,6 +33,7 @@ from hooks.core.conversion.versions import V1, UnconvertibleError
 from hooks.core.fields import dig
 from hooks.core.gang import Gang
 from hooks.core.job import Job
+from hooks.core.quoting import clean
 from hooks.core.request import parse_request
 from hooks.core.spec import Problem, load
 from hooks.core.sync import sync
@@ -278,14 +279,15 @@ def _adopt_parser(commands: "argparse._SubParsersAction[argparse.ArgumentParser]
 
 
 def run_adopt(arguments: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    """Label every job's children; a line per job, or kubectl's words and status 1."""
+    """Label every job's children; a line per job, or kubectl's words and status 1, each
+    cleaned of what a terminal would interpret (the cluster's names and words)."""
     kubectl = kubectl_runner(shlex.split(arguments.kubectl))
     try:
         lines = adopt(kubectl, arguments.namespace, dry_run=arguments.dry_run)
     except (RuntimeError, OSError) as exc:
-        print(f"mxjob adopt: {exc}", file=err)
+        print(f"mxjob adopt: {clean(str(exc))}", file=err)
         return PROBLEMS
-    print(*lines, sep="\n", file=out)
+    print(*map(clean, lines), sep="\n", file=out)
     return OK
 
 

@@ -33,6 +33,8 @@ DEFAULT_LEVEL = "info"
 FIELDS = "fields"
 #: Frames of a traceback kept (the innermost): a RecursionError would otherwise log 1000.
 TRACEBACK_FRAMES = 25
+#: Characters of a name or uid logged at most: a DNS subdomain's 253.
+NAME_CHARS = 253
 
 
 class JsonFormatter(logging.Formatter):
@@ -90,8 +92,12 @@ def job_reference(parent: object) -> dict[str, Any]:
     metadata = parent.get("metadata") if isinstance(parent, dict) else None
     if not isinstance(metadata, dict):
         return {"namespace": None, "name": None, "uid": None}
-    return {key: _text(metadata.get(key)) for key in ("namespace", "name", "uid")}
+    return {key: logged_name(metadata.get(key)) for key in ("namespace", "name", "uid")}
 
 
-def _text(value: object) -> str | None:
-    return value if isinstance(value, str) else None
+def logged_name(value: object) -> str | None:
+    """A name as logged: a Kubernetes name has at most NAME_CHARS characters, so a longer one,
+    which a body from anywhere but the API server may hold, is cut there."""
+    if not isinstance(value, str):
+        return None
+    return value if len(value) <= NAME_CHARS else f"{value[: NAME_CHARS - 1]}…"

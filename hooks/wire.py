@@ -16,6 +16,7 @@ extra scan and keeps its behaviour; good input never builds what nobody reads.
 """
 
 import json
+import sys
 from typing import Any
 
 import msgspec
@@ -25,6 +26,9 @@ from msgspec import UNSET, Raw, Struct, UnsetType
 from hooks.core.children import Child
 from hooks.core.request import KINDS, Groups, RequestError, SyncRequest, assemble
 
+#: Levels an answer nests at most, beyond those of a body orjson reads (1024) and their
+#: wrapping: the room `encode` makes above the recursion limit for the standard library.
+_DEEPEST = 1100
 #: Every group the core reads, each an optional field named by its key; any other group makes
 #: the decoding fail (forbid_unknown_fields), so that `parse_request` reads it as `Other`.
 _FIELDS: list[tuple[str, Any, Any]] = [
@@ -94,8 +98,18 @@ def _plain(value: object) -> object:
 
 def encode(body: object) -> bytes:
     """orjson, echoing raw children's bytes as they came; the standard library for what orjson
-    refuses (nesting deeper than 254)."""
+    refuses (nesting deeper than 254), with room for as deep as a body can be: an answer echoes
+    what it was sent (a conversion, the objects' managedFields), and orjson reads 1024 levels
+    where Python's recursion limit lets the standard library write about 1000 less the stack
+    in use."""
     try:
         return orjson.dumps(body, default=_fragment)
     except orjson.JSONEncodeError:
-        return json.dumps(body, separators=(",", ":"), ensure_ascii=False, default=_plain).encode()
+        limit = sys.getrecursionlimit()
+        sys.setrecursionlimit(limit + _DEEPEST)
+        try:
+            return json.dumps(
+                body, separators=(",", ":"), ensure_ascii=False, default=_plain
+            ).encode()
+        finally:
+            sys.setrecursionlimit(limit)

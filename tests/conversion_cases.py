@@ -16,6 +16,7 @@ v1alpha2 examples.
 """
 
 import copy
+import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -212,6 +213,17 @@ def v1_tuning_job_read_at_v1alpha1() -> Json:
     return review(V1ALPHA1, mxjob(name="tune", replicas=replicas, mode="MXTune"))
 
 
+@case
+def v1_job_whose_stash_is_no_stash_read_at_v1alpha1() -> Json:
+    """A stash entry with neither was nor to is no stash: left as it is, the job read without it.
+
+    Once a KeyError in stash.apply: every list of MXJobs at v1alpha1 failed on this one job."""
+    job = exit_code_job()
+    forged = json.dumps([{"at": ["spec", "jobMode"]}, {"at": ["spec", "x"], "to": 1}])
+    job["metadata"]["annotations"] = {"mxjob.kubeflow.org/v1alpha1-fields": forged}
+    return review(V1ALPHA1, job)
+
+
 # --- v1alpha2 ------------------------------------------------------------------------------
 
 README_EXAMPLE = old_example("v1alpha2_mx_job_dist_gpu.yaml")
@@ -391,6 +403,45 @@ def refused_version_not_served() -> Json:
     return review(V1, job)
 
 
+def with_stash(job: Json, *entries: Json) -> Json:
+    """The job with a stash of its own writing in `mxjob.kubeflow.org/v1-fields`."""
+    job["metadata"].setdefault("annotations", {})[V1_FIELDS] = json.dumps(list(entries))
+    return job
+
+
+@case
+def refused_stash_changing_managed_by() -> Json:
+    """A stash naming another managedBy: immutable, and only a stash can bring it in.
+
+    The webhook cannot tell a copy of the stored value from a change: a job with managedBy is
+    written at v1 only."""
+    entry = {"at": ["spec", "runPolicy", "managedBy"], "to": "kueue.x-k8s.io/multikueue"}
+    return review(V1, with_stash(stored(PROPOSAL), entry))
+
+
+def floor_breaking(job: Json, replicas: int) -> Json:
+    """The proposal's job whose WORKER has `replicas` and 30 containers of 200-character images:
+    with 10000 replicas, 281 MB of answer at least (the CRD's floor), over its 256 MiB."""
+    (worker,) = [e for e in job["spec"]["replicaSpecs"] if e["mxReplicaType"] == "WORKER"]
+    worker["replicas"] = replicas
+    containers = worker["template"]["spec"]["containers"]
+    containers += [{"name": f"side-{i}", "image": "i" * 200} for i in range(30)]
+    return job
+
+
+@case
+def refused_over_the_floor_at_v1alpha1() -> Json:
+    """10000 WORKERs of 31 containers: over the CRD's floor, which v1alpha1's rules lack."""
+    return review(V1, floor_breaking(stored(PROPOSAL), 10000))
+
+
+@case
+def refused_stash_bringing_the_answer_over_the_floor() -> Json:
+    """A stash raising the WORKERs from 1 to 10000: the answer over the CRD's floor."""
+    entry = {"at": ["spec", "mxReplicaSpecs", "Worker", "replicas"], "was": 1, "to": 10000}
+    return review(V1, with_stash(floor_breaking(stored(PROPOSAL), 1), entry))
+
+
 @case
 def refused_one_object_fails_the_list() -> Json:
     """One object v1 cannot hold fails the whole answer: no object is returned."""
@@ -442,6 +493,12 @@ def broken_no_request() -> Json:
 def broken_no_uid() -> Json:
     """A request without a uid, which the answer must echo."""
     return broken(uid=None)
+
+
+@case
+def broken_uid_too_long() -> Json:
+    """A uid of 129 characters: the API server's are UUIDs, and the answer and log echo it."""
+    return broken(uid="u" * 129)
 
 
 @case

@@ -213,7 +213,11 @@ def rejoin_wait_cannot_run() -> Json:
     return request(job, children)
 
 
-def _wait_not_found(pod: Json) -> Json:
+def _wait_not_found(
+    pod: Json,
+    reason: str = "StartError",
+    message: str = 'exec: "sleep": executable file not found in $PATH',
+) -> Json:
     failed = terminated(pod, None, minutes=2)
     failed["status"]["initContainerStatuses"] = [
         {
@@ -221,14 +225,37 @@ def _wait_not_found(pod: Json) -> Json:
             "state": {
                 "terminated": {
                     "exitCode": 128,
-                    "reason": "StartError",
-                    "message": 'exec: "sleep": executable file not found in $PATH',
+                    "reason": reason,
+                    "message": message,
                     "finishedAt": at(2),
                 }
             },
         }
     ]
     return failed
+
+
+#: What the job's own image can make its rejoin wait's termination message (the wait runs the
+#: mxnet container's image): escape sequences that set the clipboard and move the cursor, a
+#: bidirectional override, a bell, line breaks.
+HOSTILE_WAIT = (
+    "\x1b]52;c;cm0gLXJmIH4=\x07\x1b[2J\x1b[Hsleep: \u202enot found\u202c\x07\n"
+    "\x1b[1A\x1b[Kall good\r\ngo on"
+)
+
+
+@case
+def rejoin_wait_says_what_a_terminal_would_do() -> Json:
+    """The rejoin wait's message, the image's to write, is quoted clean: no escape sequence left.
+
+    Its clipboard and cursor sequences, the bidirectional override and the bell are gone, line
+    breaks are spaces; the reason is cleaned as well."""
+    job, children = _running(replicas=EXITCODE_WORKERS)
+    children = with_states(
+        children,
+        mnist_worker_1=lambda pod: _wait_not_found(pod, "Start\x1b[31mError", HOSTILE_WAIT),
+    )
+    return request(job, children)
 
 
 @case
@@ -507,6 +534,20 @@ def worker_image_pull_backoff() -> Json:
     """A Worker whose image cannot be pulled: the Running message names it and the reason."""
     job, children = _running(replicas=SMALL)
     message = 'Back-off pulling image "mxjob/mxnet:gpu-typo"'
+    children = with_states(
+        children, mnist_worker_1=lambda p: waiting(p, "ImagePullBackOff", message)
+    )
+    return request(job, children)
+
+
+@case
+def worker_waiting_says_what_a_terminal_would_do() -> Json:
+    """The kubelet's waiting message quoted in the condition is cleaned as a pod's words are.
+
+    A registry's error can carry what the image reference held: escape sequences and a
+    zero-width space are dropped, the line break made a space."""
+    job, children = _running(replicas=SMALL)
+    message = 'Back-off pulling image "mxjob/\x1b[8mmxnet\u200b:gpu"\n\x1b]0;owned\x07 denied'
     children = with_states(
         children, mnist_worker_1=lambda p: waiting(p, "ImagePullBackOff", message)
     )

@@ -10,10 +10,11 @@ import pytest
 from flask.testing import FlaskClient
 
 from hooks.app import v1_spec_schema
-from hooks.core.conversion.review import MAX_CHECKED_BYTES, answer, parse_review
+from hooks.core.conversion.review import MAX_CHECKED_BYTES, MESSAGE_CHARS, answer, parse_review
 from hooks.core.conversion.versions import V1, V1_FIELDS
 from tests.builders import cluster_after, mxjob, replica, request, run, running
 from tests.conversion_cases import review
+from testsupport import fuzzing
 
 Json = dict[str, Any]
 #: Readable RFC 3339, but outside the years Python holds once in UTC.
@@ -46,7 +47,7 @@ def test_a_start_time_outside_the_utc_years_is_unknown_not_a_500(
     before = run(request(job, children)).status
     job["status"] = {**before, "startTime": moment}
     answer = sync(client, request(job, children))
-    assert answer["status"]["conditions"][-1]["type"] == "Running"
+    assert answer["status"]["conditions"][-1]["type"] in ("Running", "Restarting")
     assert answer["status"]["startTime"] == before["startTime"]
 
 
@@ -152,3 +153,118 @@ def test_a_review_of_more_stashes_than_an_object_holds_fails_whole() -> None:
     plain = [{**j, "metadata": {"name": j["metadata"]["name"]}} for j in jobs[:count]]
     reading = parse_review(review("kubeflow.org/v1alpha2", *plain))
     assert answer(reading, v1_spec_schema())["response"]["result"] == {"status": "Success"}
+# --- what a namespace editor can write into the job's own ConfigMaps -------------------------
+
+
+def nested_json(depth: int) -> str:
+    return "[" * depth + "]" * depth
+
+
+@pytest.mark.parametrize("depth", [900, 5000])
+@pytest.mark.parametrize(
+    ("suffix", "key"),
+    [
+        ("mxjob-config", "cluster"),
+        ("mxjob-config", "labels"),
+        ("mxjob-result", "status"),
+        ("mxjob-run-1", "restartsBefore"),
+    ],
+)
+def test_a_config_map_holding_json_nested_too_deep_is_no_record_not_a_500(
+    client: FlaskClient, suffix: str, key: str, depth: int
+) -> None:
+    """Once a RecursionError in json.loads on every sync (issue 37): `edit` may write the
+    job's ConfigMaps, and the standard library's JSON reads about 1000 levels. Such a text is
+    read as no record (the job goes on from its pods), one it can read as what it says (a
+    config's labels changed restart the job, docs/restarts.md#resizing)."""
+    job = worker_job()
+    children = running_children(job)
+    job["status"] = run(request(job, children)).status
+    config_maps = [c for c in children if c["kind"] == "ConfigMap"]
+    name = f"mnist-{suffix}"
+    written = next((c for c in config_maps if c["metadata"]["name"] == name), None)
+    if written is None:
+        written = {**config_maps[0], "metadata": {**config_maps[0]["metadata"], "name": name}}
+        written["data"] = {"run": "1", "attempt": "0", "cause": "a forged record"}
+        children.append(written)
+    written["data"] = {**written["data"], key: nested_json(depth)}
+    answer = sync(client, request(job, children))
+    assert answer["status"]["conditions"][-1]["type"] in ("Running", "Restarting")
+
+
+# --- what no conversion may do: raise, or fail a read --------------------------------------
+
+
+def deep(depth: int, key: str = "a", leaf: Any = "x") -> Any:
+    """`depth` objects nested in one another, built without recursion."""
+    value = leaf
+    for _ in range(depth):
+        value = {key: value}
+    return value
+
+
+def stored_job(depth: int, where: str) -> Json:
+    """A v1 job as the API server stores it, nesting `depth` levels in its template or in the
+    stash of a reading at v1alpha1 (`where`); its managedFields as deep (they mirror the spec's
+    fields)."""
+    job = mxjob(replicas={"Worker": replica(1)})
+    if where == "template":
+        job["spec"]["mxReplicaSpecs"]["Worker"]["template"]["spec"]["x"] = deep(depth)
+    else:
+        entry = {"at": ["spec", "x"], "to": deep(depth)}
+        job["metadata"]["annotations"] = {"mxjob.kubeflow.org/v1alpha1-fields": json.dumps([entry])}
+    fields = {"f:spec": deep(depth, "f:a", {})}
+    job["metadata"]["managedFields"] = [{"manager": "kubectl", "fieldsV1": fields}]
+    return job
+
+
+@pytest.mark.parametrize("version", ["kubeflow.org/v1alpha1", "kubeflow.org/v1alpha2"])
+@pytest.mark.parametrize(
+    ("where", "depth"), [("template", 600), ("stash", 600), ("template", 1010)]
+)
+def test_reading_a_stored_job_nested_deep_never_fails(
+    client: FlaskClient, version: str, where: str, depth: int
+) -> None:
+    """Once a RecursionError (deep copies, the stash's comparisons, and writing an answer
+    deeper than ~1000 levels: the managedFields echoed): a 500 for every list of MXJobs at an
+    old version in the cluster. What no job the hook runs can hold (it refuses a spec deeper
+    than 64 levels) is read as an empty spec, or without the stash that holds it; 1010 levels
+    is about the most a review can nest that orjson reads (1024 in all)."""
+    job = stored_job(depth, where)
+    data = fuzzing.encode(review(version, job))
+    answer = client.post("/convert", data=data, content_type="application/json")
+    assert answer.status_code == 200, answer.data[:300]
+    response = fuzzing.decode(answer.data)["response"]
+    assert response["result"] == {"status": "Success"}
+    (read,) = response["convertedObjects"]
+    # Compared as text: Python's == recurses as deep as the values nest.
+    echoed = fuzzing.encode(read["metadata"]["managedFields"])
+    assert echoed == fuzzing.encode(job["metadata"]["managedFields"])
+    if where == "template":
+        assert "replicaSpecs" not in read["spec"] and "mxReplicaSpecs" not in read["spec"]
+    else:
+        key = "mxjob.kubeflow.org/v1alpha1-fields"
+        assert read["metadata"]["annotations"][key] == job["metadata"]["annotations"][key]
+        assert "x" not in read["spec"]
+
+
+def test_a_write_nested_600_levels_is_refused_naming_the_field(client: FlaskClient) -> None:
+    """Once a RecursionError, a 500 for the write: now refused as v1 refuses it."""
+    job = old_job()
+    job["spec"]["replicaSpecs"][0]["template"]["spec"]["x"] = deep(600)
+    response = convert(client, job)
+    assert response["result"]["status"] == "Failure"
+    message = response["result"]["message"]
+    assert "spec.replicaSpecs[0].template.spec.x.a.a" in message
+    assert "nests deeper than 64 levels" in message
+
+
+def test_a_failure_quoting_a_megabyte_is_cut(client: FlaskClient) -> None:
+    """A schema error quotes the whole value: once a 1 MB message, answered and logged whole."""
+    response = convert(
+        client, old_job({"at": ["spec", "runPolicy", "backoffLimit"], "to": "x" * 2**20})
+    )
+    message = response["result"]["message"]
+    assert response["result"]["status"] == "Failure"
+    assert len(message) == MESSAGE_CHARS and message.endswith("…")
+    assert "brings in what kubeflow.org/v1 refuses: spec.runPolicy.backoffLimit" in message

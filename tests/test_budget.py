@@ -196,6 +196,55 @@ def test_the_crds_floor_names_the_ceiling() -> None:
     assert f"<= {CEILING}" in FLOOR
 
 
+#: Replica specs as the CEL rule sees them, with the API server's default of `replicas`.
+FLOOR_SPECS = st.dictionaries(
+    st.sampled_from(["Scheduler", "Server", "Worker", "worker"]),
+    st.fixed_dictionaries(
+        {
+            "replicas": st.integers(0, 10000),
+            "template": st.fixed_dictionaries(
+                {
+                    "spec": st.fixed_dictionaries(
+                        {
+                            "containers": st.lists(
+                                st.fixed_dictionaries(
+                                    {"name": st.text(max_size=63), "image": st.text(max_size=300)}
+                                ),
+                                min_size=1,
+                                max_size=64,
+                            )
+                        }
+                    )
+                }
+            ),
+        }
+    ),
+    min_size=1,
+    max_size=3,
+)
+
+
+@settings(max_examples=60)
+@given(FLOOR_SPECS)
+def test_the_webhooks_floor_is_the_crds(specs: Json) -> None:
+    """What the conversion webhook applies to a write at an old version (budget.floor) is the
+    CRD's rule to the byte: it holds with the ceiling at the floor, not one byte below."""
+    floor = budget.floor(specs)
+    assert cel_holds(FLOOR.replace(str(CEILING), str(floor)), specs) is True
+    assert cel_holds(FLOOR.replace(str(CEILING), str(floor - 1)), specs) is False
+
+
+def test_the_webhook_refuses_with_the_crds_words() -> None:
+    (rule,) = [
+        r
+        for r in mxjob_schema()["properties"]["spec"]["properties"]["mxReplicaSpecs"][
+            "x-kubernetes-validations"
+        ]
+        if r["rule"] == FLOOR
+    ]
+    assert rule["message"] == budget.FLOOR_RULE
+
+
 def test_the_crds_floor_refuses_what_can_never_fit() -> None:
     """10000 Workers of 64 containers cannot be answered in 256 MiB, whatever their pods."""
     containers = [{"name": f"c{i}", "image": "i"} for i in range(64)]

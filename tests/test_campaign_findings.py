@@ -268,3 +268,17 @@ def test_a_run_record_with_a_value_that_is_not_a_string_is_refused(field: str, d
     status, answer = post(request(job, [*running_cluster(job), record]), depth)
     assert (status, answer["error"]) == (422, "not_a_sync_request")
     assert "children.ConfigMap.v1.mnist-mxjob-run-1" in answer["message"]
+
+
+def test_a_child_under_a_group_key_without_a_version_whose_kind_is_a_list() -> None:
+    """The campaign's own checker once raised TypeError here (case 46252 of seed 0: a group
+    renamed to `ConfigMap`, its child's kind a list) and stopped the whole run; the hook reads
+    such a child as one of no kind it makes."""
+    job = worker_job()
+    body = request(job, cluster_after(run(request(job))))
+    config_maps = body["children"].pop("ConfigMap.v1")
+    for child in config_maps.values():
+        child["kind"] = ["ConfigMap"]
+    body["children"]["ConfigMap"] = config_maps
+    status, _ = post(body)
+    assert status in (200, 422)

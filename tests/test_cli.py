@@ -391,3 +391,13 @@ def test_adopt_says_what_kubectl_could_not_do(kubectl: str) -> None:
     status, out, err = mxjob(["adopt", "-A", "--kubectl", kubectl])
     assert (status, out) == (cli.PROBLEMS, "")
     assert err.startswith("mxjob adopt: "), err
+
+
+def test_adopt_prints_kubectls_words_clean() -> None:
+    """kubectl's error quotes what the cluster said: printed on one line, nothing a terminal
+    acts on."""
+    script = "sh -c 'printf \"\\033]0;owned\\007no\\033[2J\\nway\" >&2; exit 1' --"
+    status, out, err = mxjob(["adopt", "-A", "--kubectl", script])
+    assert (status, out) == (cli.PROBLEMS, "")
+    assert "\x1b" not in err and "\x07" not in err
+    assert err.rstrip("\n").endswith("no way"), repr(err)

@@ -5,14 +5,19 @@ and tests/realnode/test_last_failure.py."""
 
 import argparse
 import copy
+import io
+import json
 from datetime import timedelta
 from typing import Any
 
 import pytest
+import yaml
 
-from hooks.jobs import view
+from hooks.core.public import unsafe
+from hooks.jobs import commands, view
+from hooks.jobs.commands import data_text
 from hooks.jobs.follow import Prefixes, _lines
-from hooks.jobs.options import _duration
+from hooks.jobs.options import _duration, namespace_refused
 from hooks.jobs.replicas import ReplicaFilter, job_replicas
 from hooks.jobs.waiting import ENDED_OTHERWISE, REACHED, Goal, verdict
 from tests import golden
@@ -75,7 +80,64 @@ def test_colours_only_when_painting_is_on() -> None:
 
 
 def test_text_from_the_cluster_cannot_move_the_cursor() -> None:
-    assert view.safe("a\x1b[2Jb\nc\u202ed\x07") == "a[2Jb cd"
+    assert view.safe("a\x1b[2Jb\nc\u202ed\x07") == "ab cd"
+
+
+#: What a status written by another hand, a pod's kubelet or the job's image can hold.
+HOSTILE = "\x1b]52;c;cm0gLXJmIH4=\x07\x1b[2J\u202eevil\u200b\x9b\r\n\ttab"
+
+
+def hostile_job_and_pods() -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
+    """A failed job whose every string from the cluster that a command prints holds HOSTILE:
+    its conditions, last failure and namespace, its pods' run annotation, phase, reason and
+    node, its Events."""
+    job = job_after("worker-traceback-fails-the-job")
+    job["metadata"]["namespace"] = HOSTILE
+    for condition in job["status"]["conditions"]:
+        condition.update(reason=HOSTILE, message=HOSTILE)
+    job["status"]["conditions"].append({"type": HOSTILE, "status": "True", "message": HOSTILE})
+    job["status"]["lastFailure"].update(pod=HOSTILE, reason=HOSTILE, message=HOSTILE + "\n2")
+    pods = pods_of("worker-traceback-fails-the-job")
+    for pod in pods:
+        pod["metadata"].setdefault("annotations", {})["mxjob.kubeflow.org/run"] = HOSTILE
+        pod["status"].update(phase=HOSTILE, reason=HOSTILE)
+        pod.setdefault("spec", {})["nodeName"] = HOSTILE
+    event = {
+        "type": HOSTILE,
+        "reason": HOSTILE,
+        "message": HOSTILE,
+        "source": {"component": HOSTILE},
+    }
+    return job, pods, [event]
+
+
+def printed_clean(lines: list[str]) -> None:
+    for line in lines:
+        assert not any(unsafe(char) or char in "\n\r\t" for char in line), ascii(line)
+
+
+def test_every_line_get_describe_and_wait_print_from_the_cluster_is_clean() -> None:
+    """Once: the `run` annotation, a pod's phase and node, the state and its reason printed raw
+    by describe and get, and the Failed message and the last failure's words by wait."""
+    job, pods, events = hostile_job_and_pods()
+    summary = view.summarize(job)
+    printed_clean(view.job_table([summary], NOW, view.Paint(), None, namespaces=True))
+    printed_clean(view.describe(job, pods, events, NOW, view.Paint(), None))
+    for goal in Goal:
+        found = verdict("mnist", job, goal)
+        assert found is not None
+        printed_clean(found.lines)
+
+
+@pytest.mark.parametrize("output", ["json", "yaml"])
+def test_data_output_escapes_what_a_terminal_acts_on_and_keeps_the_values(output: str) -> None:
+    """`-o json|yaml` give the values as they are, written so that a terminal shows them."""
+    job, pods, events = hostile_job_and_pods()
+    value = view.description_json(job, pods, events, NOW)
+    value["plane-16"] = "\U00100000\U000e0001"  # private use and a tag beyond the first plane
+    text = data_text(value, output)
+    printed_clean(text.split("\n"))
+    assert (json.loads(text) if output == "json" else yaml.safe_load(text)) == value
 
 
 def test_get_sums_the_replicas_and_shows_the_latest_state() -> None:
@@ -222,12 +284,13 @@ def test_replica_names_a_type(text: str) -> None:
         ReplicaFilter(text)
 
 
-def test_log_lines_are_split_whole_across_chunks() -> None:
+def test_log_lines_are_split_whole_across_chunks_and_cleaned() -> None:
     rest = bytearray()
     assert _lines(b"one\ntw", rest) == ["one"]
     assert _lines(b"o\r\n\xffthree", rest) == ["two"]
     assert _lines(b"\n", rest) == ["\ufffdthree"]
     assert rest == b""
+    assert _lines(HOSTILE.encode() + b"\n", rest) == ["evil", " tab"]
     prefixes = Prefixes(view.Paint())
     for label in ("worker-1", "scheduler-0", "worker-1-r1"):
         prefixes.add(label)
@@ -245,3 +308,61 @@ def test_durations(text: str, seconds: float) -> None:
 def test_a_duration_that_is_none_is_refused(text: str) -> None:
     with pytest.raises(argparse.ArgumentTypeError):
         _duration(text)
+
+
+@pytest.mark.parametrize(
+    ("namespaces", "given", "refused"),
+    [
+        (["team-a"], "team-b", "team-a"),
+        ([None, "team-a"], "team-b", "team-a"),
+        (["team-a"], "team-a", None),
+        ([None], "team-b", None),  # created in team-b
+        (["team-a"], None, None),  # created in team-a, the file's
+    ],
+)
+def test_submit_n_refuses_a_job_of_another_namespace_as_kubectl_does(
+    namespaces: list[str | None], given: str | None, refused: str | None
+) -> None:
+    jobs = [{"metadata": {"name": "j", **({"namespace": ns} if ns else {})}} for ns in namespaces]
+    said = namespace_refused(jobs, given)
+    if refused is None:
+        assert said is None
+    else:
+        assert said == (
+            f'the namespace from the provided object "{refused}" does not match the namespace '
+            f"\"{given}\". You must pass '--namespace={refused}' to perform this operation."
+        )
+
+
+class Recording:
+    """A cluster that records what it is asked to create."""
+
+    namespace = "team-b"
+
+    def __init__(self) -> None:
+        self.created: list[dict[str, Any]] = []
+
+    def create(self, obj: dict[str, Any]) -> dict[str, Any]:
+        self.created.append(obj)
+        return obj
+
+
+def test_submit_n_creates_nothing_when_a_job_names_another_namespace() -> None:
+    """Once created in the file's namespace A, whatever `-n B` said."""
+    jobs = [
+        {"metadata": {"name": "first"}},
+        {"metadata": {"name": "second", "namespace": "team-a"}},
+    ]
+    arguments = argparse.Namespace(
+        filename="jobs.yaml", namespace="team-b", wait=False, logs=False, goal=Goal.SUCCEEDED
+    )
+    err = io.StringIO()
+    term = commands.Terminal(io.StringIO(), err)
+    cluster = Recording()
+    status = commands.run_submit(cluster, arguments, term, lambda path, err: jobs)  # type: ignore[arg-type]
+    assert (status, cluster.created) == (commands.FAILED, [])
+    assert err.getvalue().splitlines() == [
+        'mxjob submit: the namespace from the provided object "team-a" does not match the '
+        "namespace \"team-b\". You must pass '--namespace=team-a' to perform this operation.",
+        "mxjob submit: nothing was created",
+    ]

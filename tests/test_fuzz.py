@@ -5,8 +5,10 @@ content type a 415, a body that is not a sync request a 422, and anything shaped
 request a 200 whose body has exactly the keys of docs/http.md (the checks of
 testsupport/fuzzing.py, which `make fuzz` runs on 100,000 requests through gunicorn). Inputs:
 random JSON values, truncated JSON, content types, huge numbers, deep nesting, recorded
-requests with a value replaced at any depth, random MXJob specs (valid and invalid) and random
-observed children with garbage fields.
+requests with a value replaced at any depth, random MXJob specs (valid and invalid, resource
+quantities at Kubernetes' edges, reserved container names) and random observed children with
+garbage fields; and for the conversion webhook, stored jobs with stashes of any shape, which
+must always read at an old version.
 
 The app runs with TESTING on, so a bug surfaces as the exception itself and hypothesis shrinks
 the input. How many inputs were tried is printed in pytest's terminal summary and kept in
@@ -29,9 +31,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hooks.app import create_app
+from hooks.core.conversion.review import convert
+from hooks.core.conversion.versions import V1, V1_FIELDS
 from hooks.core.fields import MAX_DEPTH
 from tests import golden
 from tests.builders import NOW, mxjob
+from tests.conversion_cases import review as conversion_review
 from testsupport import fuzzing
 
 BASES: list[dict[str, Any]] = [golden.load(case).request for case in golden.folders()]
@@ -299,16 +304,30 @@ ENV_VARS = st.fixed_dictionaries(
     {"name": st.sampled_from(["DMLC_ROLE", "MX_CONFIG", "A", ""]) | ANY},
     optional={"value": st.text(max_size=6) | ANY, "valueFrom": ANY},
 )
+#: Quantities Kubernetes reads, rounds, refuses, or reads and no scheduler counts
+#: (`1e9999999` once raised decimal.Overflow under a gang scheduler).
+QUANTITIES = st.sampled_from(
+    ["1", "500m", "2Gi", "1e9999999", "1e5000", "8Ei", "-1", "1e-9999999", "0.5n", "1e2147483648"]
+) | st.builds(
+    "{}{}".format,
+    st.integers(-(10**20), 10**20) | st.floats(0, 1e6, allow_nan=False),
+    st.sampled_from(["", "m", "n", "k", "Ki", "Ei", "E", "e18", "e-12", "E3", "e0400"]),
+)
+AMOUNTS = st.dictionaries(
+    st.sampled_from(["cpu", "memory", "nvidia.com/gpu"]), QUANTITIES | HUGE, max_size=2
+)
+RESOURCES = st.fixed_dictionaries({}, optional={"requests": AMOUNTS, "limits": AMOUNTS})
 CONTAINERS = st.fixed_dictionaries(
     {
-        "name": st.sampled_from(["mxnet", "mxnet", "sidecar", "MXNET", ""]) | ANY,
+        "name": st.sampled_from(["mxnet", "mxnet", "sidecar", "MXNET", "mxjob-rejoin-wait", ""])
+        | ANY,
         "image": st.sampled_from(["mxjob/mxnet:gpu", ""]) | ANY,
     },
     optional={
         "ports": st.lists(PORTS, max_size=3) | ANY,
         "env": st.lists(ENV_VARS, max_size=3) | ANY,
         "args": ANY,
-        "resources": ANY,
+        "resources": RESOURCES | ANY,
     },
 )
 TEMPLATES = st.fixed_dictionaries(
@@ -408,6 +427,81 @@ def test_random_specs(name: str, spec: dict[str, Any], controller: Any) -> None:
     body = {"controller": controller, "parent": parent(name, spec), "children": {}}
     status, _ = send("spec", encode(body), "/sync")
     assert status == 200
+
+
+GANG_CONTROLLERS = st.sampled_from(
+    [
+        {"spec": {"childResources": [{"apiVersion": api, "resource": "podgroups"}]}}
+        for api in ("scheduling.volcano.sh/v1beta1", "scheduling.x-k8s.io/v1alpha1")
+    ]
+)
+
+
+@settings(FUZZ, max_examples=60)
+@given(resources=st.lists(RESOURCES, min_size=1, max_size=3), controller=GANG_CONTROLLERS)
+def test_any_quantity_under_a_gang_scheduler(
+    resources: list[dict[str, Any]], controller: dict[str, Any]
+) -> None:
+    """A valid job whose containers request any quantity, where a PodGroup adds them up (once
+    a 500 on every sync for `1e9999999`): answered, and Failed only naming a quantity."""
+    replicas: dict[str, dict[str, Any]] = {"Scheduler": {"replicas": 1}, "Worker": {"replicas": 2}}
+    for spec in replicas.values():
+        containers = [
+            {"name": f"c{i}", "image": "i", "resources": r} for i, r in enumerate(resources)
+        ]
+        containers[0]["name"] = "mxnet"
+        spec["template"] = {"spec": {"containers": containers}}
+    body = {"controller": controller, "parent": mxjob(replicas=replicas), "children": {}}
+    status, answer = send("quantity", encode(body), "/sync")
+    assert status == 200
+    last = answer["status"]["conditions"][-1]
+    if last["type"] == "Failed":
+        assert ".resources." in last["message"], last
+
+
+# --- 3b. stored jobs with stashes of any shape: every read at an old version converts ------
+
+
+#: A value of a stash entry, or the mark where JSON nested `depth` levels deep goes.
+STASH_VALUES = ANY | st.just(DEEP) | st.sampled_from([10000, -5, "kueue.x-k8s.io/multikueue"])
+STASH_ENTRIES = (
+    st.fixed_dictionaries(
+        {
+            "at": st.sampled_from([list(p) for p in fuzzing.STASH_PATHS])
+            | st.lists(KEYS, max_size=3)
+        },
+        optional={"was": STASH_VALUES, "to": STASH_VALUES},
+    )
+    | ANY
+)
+
+
+@settings(FUZZ, max_examples=200)
+@given(
+    base=st.sampled_from(BASES),
+    entries=st.lists(STASH_ENTRIES, min_size=1, max_size=3),
+    depth=st.sampled_from([1, 65, 600, 990, 5000]),
+    version=st.sampled_from(fuzzing.OLD_VERSIONS),
+    reading=st.booleans(),
+)
+def test_random_stashes(
+    base: dict[str, Any], entries: list[Any], depth: int, version: str, reading: bool
+) -> None:
+    """A stored job with a stash of any shape (once a KeyError or a RecursionError, failing
+    every list at the old version) is read at the old version; written at it, it converts or
+    is refused naming a field, never a 500."""
+    job = copy.deepcopy(base["parent"])
+    job.update(apiVersion=V1, kind="MXJob")
+    obj = job if reading else convert(job, version)
+    key = f"mxjob.kubeflow.org/{version.rpartition('/')[2]}-fields" if reading else V1_FIELDS
+    text = json.dumps(entries).replace(json.dumps(DEEP), nested_json(depth))
+    obj.setdefault("metadata", {}).setdefault("annotations", {})[key] = text
+    review = conversion_review(version if reading else V1, obj)
+    label = "conversion-read" if reading else "conversion-write"
+    status, answer = send(label, encode(review), "/convert")
+    assert status == 200
+    if reading:
+        assert answer["response"]["result"] == {"status": "Success"}
 
 
 # --- 4. random observed children ------------------------------------------------------------

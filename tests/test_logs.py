@@ -215,3 +215,14 @@ def test_gunicorn_writes_only_json_lines() -> None:
     assert any(e.get("logger") == "gunicorn.error" for e in entries)
     [sync] = [e for e in entries if e.get("hook") == "sync"]
     assert (sync["name"], sync["uid"], sync["outcome"]) == ("mnist", UID, "created")
+
+
+def test_a_conversion_line_quoting_a_megabyte_stays_short(client: FlaskClient) -> None:
+    """Once logged whole: a value of 1 MB in a Failure's reason, a uid of 1 MB in a refusal."""
+    failing = conversion_cases.refused_stash_changing_managed_by()
+    (job,) = failing["request"]["objects"]
+    job["metadata"]["name"] = "n" * 2**20
+    refused = conversion_cases.broken(uid="u" * 2**20)
+    for body in (failing, refused):
+        [line] = captured(client, post(body, "/convert"))
+        assert len(json.dumps(line)) < 4096, str(line)[:300]

@@ -279,7 +279,8 @@ def test_a_rejoin_wait_that_could_not_run(pod: dict[str, Any], failed: str | Non
             worker(lambda p: unschedulable(p, "0/1 nodes are available.")),
             "Unschedulable: 0/1 nodes are available.",
         ),
-        (worker(lambda p: unschedulable(p, "x" * 500)), "Unschedulable: " + "x" * 199 + "…"),
+        # At most 200 bytes of UTF-8, `…` (3 bytes) included, as every quoted pod's words.
+        (worker(lambda p: unschedulable(p, "x" * 500)), "Unschedulable: " + "x" * 197 + "…"),
         (worker(running), None),
         (worker(lambda p: disrupted(running(p))), None),
     ],

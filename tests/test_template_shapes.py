@@ -162,23 +162,60 @@ def post(body: Json) -> tuple[int, Json]:
     return answer[0], fuzzing.decode(answer[2])
 
 
+CPU_LIMIT: Path = (*MXNET, "resources", "limits", "cpu")
+INIT_CPU: Path = (*INIT, "resources", "limits", "cpu")
+
+
+@pytest.mark.parametrize("gang", GANGS)
 @pytest.mark.parametrize(
     ("path", "value", "named"),
     [
         # Once a TypeError in pods.py on every sync (issue 29).
         (("spec", "initContainers"), 7, "spec.initContainers"),
         (("spec", "initContainers"), [7], "spec.initContainers[0]"),
+        # Once decimal.Overflow and a ValueError (int() of 5001 digits) in quantity.py on every
+        # sync under a gang scheduler (issue 37); elsewhere accepted, and the pods then pending
+        # for ever (Kubernetes reads 1e9999999 CPUs, which no scheduler counts).
+        (CPU_LIMIT, "1e9999999", "spec.containers[0].resources.limits.cpu"),
+        (CPU_LIMIT, "1e5000", "spec.containers[0].resources.limits.cpu"),
+        (INIT_CPU, "8Ei", "spec.initContainers[0].resources.limits.cpu"),
+        (CPU_LIMIT, "-1", "spec.containers[0].resources.limits.cpu"),
+        ((*MXNET, "resources", "requests"), ["cpu"], "spec.containers[0].resources.requests"),
+        # Once accepted, then every pod refused by the API server (duplicate names, issue 37).
+        (("spec", "containers", 1, "name"), "mxjob-rejoin-wait", "spec.containers[1].name"),
+        (("spec", "containers", 1, "name"), "mxnet", "spec.containers[1].name"),
+        ((*INIT, "name"), "mxnet", "spec.initContainers[0].name"),
+        ((*INIT, "name"), "sidecar", "spec.initContainers[0].name"),
+        ((*INIT, "name"), "mxjob-rejoin-wait", "spec.initContainers[0].name"),
     ],
 )
 def test_an_unreadable_template_field_fails_the_job_naming_it(
-    path: Path, value: Any, named: str
+    path: Path, value: Any, named: str, gang: str
 ) -> None:
     replicas: Json = {"Scheduler": {"replicas": 1}, "Worker": {"replicas": 2}}
     for spec in replicas.values():
         spec["template"] = copy.deepcopy(FULL_TEMPLATE)
     replicas["Worker"]["template"] = put(replicas["Worker"]["template"], path, value)
-    status, answer = post(request(mxjob(replicas=replicas)))
+    controller = copy.deepcopy(CONTROLLER)
+    if GANGS[gang] is not None:
+        rule = {"apiVersion": GANGS[gang], "resource": "podgroups"}
+        controller["spec"]["childResources"].append(rule)
+    status, answer = post(request(mxjob(replicas=replicas), controller=controller))
     assert status == 200
     last = answer["status"]["conditions"][-1]
     assert (last["type"], last["reason"]) == ("Failed", "MXJobInvalidSpec")
     assert f"spec.mxReplicaSpecs.Worker.template.{named}" in last["message"], last
+    assert answer["children"] == []
+
+
+def test_two_init_containers_of_one_name_fail_the_job_naming_the_second() -> None:
+    replicas: Json = {"Worker": {"replicas": 1, "template": copy.deepcopy(FULL_TEMPLATE)}}
+    inits = replicas["Worker"]["template"]["spec"]["initContainers"]
+    inits.append(copy.deepcopy(inits[0]))
+    status, answer = post(request(mxjob(replicas=replicas)))
+    assert status == 200
+    message = answer["status"]["conditions"][-1]["message"]
+    assert (
+        "spec.mxReplicaSpecs.Worker.template.spec.initContainers[1].name: 'setup' names another"
+        in message
+    ), message

@@ -11,9 +11,14 @@ fresh, stale or missing parent status, gang scheduling, hook v1 and v2 keying, a
 deleted).
 `Generator.case(i)` picks a base and applies 1-3 mutations at paths chosen in one region of the
 request (spec, status, metadata, children, controller, top level): type confusion, numbers out
-of range, deep nesting, lists and maps of the wrong shape, missing keys, keys and values taken
-from elsewhere in the corpus, renamed keys, unicode and huge strings. A few cases per hundred
-are malformed bodies: bad JSON, wrong content types, non-object bodies, too deep, too large.
+of range (resource quantities too), deep nesting, lists and maps of the wrong shape, missing
+keys, keys and values taken from elsewhere in the corpus, renamed keys, unicode and huge
+strings. A few cases per hundred are malformed bodies: bad JSON, wrong content types,
+non-object bodies, too deep, too large. Five per hundred are ConversionReviews for the webhook
+(`POST /convert`) of a base's job: read at an old version, which must always succeed (a stored
+job that cannot be read fails every list), or written at one; each with a stash of its own
+(entries without `was` or `to`, outside the spec, bringing in `managedBy` or 10000 replicas,
+nesting past any limit) and sometimes a spec nesting as deep.
 Case `i` of a seed is always the same request, so a failure is reproduced by its number.
 """
 
@@ -37,6 +42,8 @@ import orjson
 from flask.testing import FlaskClient
 
 from hooks.app import create_app
+from hooks.core.conversion.review import MESSAGE_CHARS, convert
+from hooks.core.conversion.versions import V1, V1_FIELDS
 from testsupport import requests as realistic
 from testsupport.jobs import CONTROLLER, mxjob, replica, request, run
 from testsupport.observed import created, running, terminated, terminating
@@ -128,8 +135,40 @@ STRINGS: tuple[str, ...] = (
     "worker",
     "a" * 64,
     "x" * 100_000,
+    # Quantities Kubernetes reads and no scheduler counts, a reserved container name.
+    "1e9999999",
+    "1e5000",
+    "8Ei",
+    "mxjob-rejoin-wait",
 )
 DEPTHS = (20, 65, 100, 129, 200, 254, 255, 500, 900, 998, 1000, 1019)
+#: Quantities Kubernetes reads and no scheduler counts, or reads rounded, or refuses.
+QUANTITIES: tuple[Any, ...] = (
+    "1e9999999",
+    "1e5000",
+    "8Ei",
+    "-1",
+    "1e-9999999",
+    "1e2147483648",
+    "0.5n",
+    1e308,
+    2**70,
+)
+#: The old API versions a conversion case reads or writes at.
+OLD_VERSIONS = ("kubeflow.org/v1alpha1", "kubeflow.org/v1alpha2")
+#: Where a stash entry points, what its values are: the shapes a user can write.
+STASH_PATHS: tuple[list[str], ...] = (
+    ["spec", "x"],
+    ["spec", "jobMode"],
+    ["spec", "runPolicy", "managedBy"],
+    ["spec", "managedBy"],
+    ["spec", "runPolicy", "backoffLimit"],
+    ["spec", "mxReplicaSpecs", "Worker", "replicas"],
+    ["spec"],
+    ["status"],
+    ["metadata", "name"],
+)
+STASH_VALUES: tuple[Any, ...] = (*TYPE_SWAPS, DEEP_MARK, 10000, -5, "x" * 10_000, "other/ctl")
 REGIONS: tuple[tuple[str, Path_, int], ...] = (
     ("spec", ("parent", "spec"), 40),
     ("status", ("parent", "status"), 14),
@@ -154,6 +193,11 @@ def _random_job(rng: random.Random) -> Json:
             extra["ports"].append({"name": "metrics", "containerPort": 9100, "protocol": "TCP"})
     if rng.random() < 0.3:
         extra["env"] = [{"name": "PS_VERBOSE", "value": "1"}, {"name": "DMLC_ROLE", "value": "x"}]
+    if rng.random() < 0.3:
+        extra["resources"] = {
+            "requests": {"cpu": rng.choice(["1", "500m", "0.25"]), "memory": "1Gi"},
+            "limits": {"memory": rng.choice(["2Gi", "1e9", "2048Mi"])},
+        }
     if mode == "MXTrain":
         replicas: Json = {"Worker": replica(rng.randint(1, 3), policy, **extra)}
         servers = rng.randint(0, 2)
@@ -175,6 +219,9 @@ def _random_job(rng: random.Random) -> Json:
             }
         if rng.random() < 0.2:
             spec["template"]["spec"]["containers"].append({"name": "sidecar", "image": "busybox"})
+        if rng.random() < 0.1:
+            setup = {"name": "setup", "image": "busybox", "resources": {"limits": {"cpu": "2"}}}
+            spec["template"]["spec"]["initContainers"] = [setup]
     run_policy: Json = {"cleanPodPolicy": rng.choice(["All", "Running", "None"])}
     if rng.random() < 0.4:
         run_policy["backoffLimit"] = rng.randint(0, 3)
@@ -351,18 +398,23 @@ class Generator:
         roll = rng.random()
         if roll < 0.05:
             return self._malformed(rng, number)
+        if roll < 0.1:
+            return self._conversion(rng, number)
         base = rng.choice(bases())
-        if roll < 0.15:
+        if roll < 0.2:
             return self._encoded(number, "valid", base, ())
         region, prefix, _ = rng.choices(REGIONS, weights=[w for *_, w in REGIONS])[0]
         body: Any = base
         done = []
         deep_at: int | None = None
         for _ in range(rng.choice((1, 1, 1, 2, 3))):
-            path = _pick_path(rng, body, prefix)
+            operator = rng.choice(OPERATORS)
+            if operator is _op_quantity:
+                path = _quantity_path(rng, body, prefix)
+            else:
+                path = _pick_path(rng, body, prefix)
             if path is None:
                 continue
-            operator = rng.choice(OPERATORS)
             if operator is _op_deep:
                 if deep_at is not None:
                     continue
@@ -388,6 +440,33 @@ class Generator:
         # checks of its answer, not to be sent again (no fixpoint).
         request_ = body if isinstance(body, dict) else None
         return Case(number, label, path, data, JSON, request_, (), mutations, depth is not None)
+
+    def _conversion(self, rng: random.Random, number: int) -> Case:
+        """A review of a base's job: read at an old version (as the API server stores it, at
+        v1, with a stash of the old version's own writing) or written at one (with a stash of
+        v1's); sometimes its template nests a depth of DEPTHS."""
+        job = copy.deepcopy(rng.choice(bases())["parent"])
+        job.update(apiVersion=V1, kind="MXJob")
+        depth = rng.choice(DEPTHS) if rng.random() < 0.2 else None
+        if depth is not None:
+            template = next(iter(job["spec"]["mxReplicaSpecs"].values()))["template"]
+            template["spec"]["deep"] = DEEP_MARK
+        old = rng.choice(OLD_VERSIONS)
+        reading = rng.random() < 0.5
+        obj = job if reading else convert(job, old)
+        key = f"mxjob.kubeflow.org/{old.rpartition('/')[2]}-fields" if reading else V1_FIELDS
+        entries = [_stash_entry(rng) for _ in range(rng.randint(1, 3))]
+        text = json.dumps(entries).replace(
+            json.dumps(DEEP_MARK), nested_json(rng.choice(DEPTHS)).decode()
+        )
+        obj.setdefault("metadata", {}).setdefault("annotations", {})[key] = text
+        request_: Json = {"uid": f"fuzz-{number}", "desiredAPIVersion": old if reading else V1}
+        request_["objects"] = [obj]
+        review: Json = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "ConversionReview"}
+        review["request"] = request_
+        label = f"conversion-{'read' if reading else 'write'}"
+        case = self._encoded(number, label, review, (f"stash@{key}",), depth)
+        return dataclasses.replace(case, path="/convert", expect=(200, 400) if depth else (200,))
 
     def _malformed(self, rng: random.Random, number: int) -> Case:
         """Bodies that are not a sync request, each with the status it must get."""
@@ -435,6 +514,17 @@ class Generator:
         else:
             return Case(number, "malformed-method", "/healthz/x", data, JSON, None, (404,))
         return Case(number, f"malformed-{kind}", path, body, JSON, None, expect)
+
+
+def _stash_entry(rng: random.Random) -> Any:
+    """A stash entry as a user may write one: a path, and `was`, `to`, both or neither (the
+    converter always writes one of them), or no entry at all."""
+    if rng.random() < 0.1:
+        return copy.deepcopy(rng.choice(TYPE_SWAPS))
+    entry: Json = {"at": list(rng.choice(STASH_PATHS))}
+    for key in rng.choice([("was",), ("to",), ("was", "to"), ()]):
+        entry[key] = copy.deepcopy(rng.choice(STASH_VALUES))
+    return entry
 
 
 @contextlib.contextmanager
@@ -486,6 +576,20 @@ def _pick_path(rng: random.Random, body: Any, prefix: Path_) -> Path_ | None:
     return path
 
 
+def _quantity_path(rng: random.Random, body: Any, prefix: Path_) -> Path_ | None:
+    """A resource request or limit in the region (a gang's PodGroup adds them up); None when
+    the region has none."""
+    node: Any = body
+    for key in prefix:
+        if not isinstance(node, dict) or key not in node:
+            return None
+        node = node[key]
+    if not isinstance(node, dict | list):
+        return None
+    found = [p for p, _, _ in walk(node, prefix) if len(p) > 1 and p[-2] in ("requests", "limits")]
+    return rng.choice(found) if found else None
+
+
 # Operators: `op(rng, container, key)` changes `container[key]` in place (the container is
 # already a private copy).
 
@@ -508,6 +612,11 @@ def _op_string(rng: random.Random, node: Any, key: Any) -> None:
 
 def _op_deep(rng: random.Random, node: Any, key: Any) -> None:
     node[key] = DEEP_MARK
+
+
+def _op_quantity(rng: random.Random, node: Any, key: Any) -> None:
+    """A quantity at Kubernetes' edges, at a request or limit (`_quantity_path`)."""
+    node[key] = rng.choice(QUANTITIES)
 
 
 def _op_shape(rng: random.Random, node: Any, key: Any) -> None:
@@ -569,6 +678,7 @@ OPERATORS = (
     _op_number,
     _op_string,
     _op_deep,
+    _op_quantity,
     _op_shape,
     _op_shape,
     _op_delete,
@@ -634,7 +744,27 @@ def check_answer(case: Case, answer: Answer) -> list[Failure]:
         if not shape or not all(isinstance(v, str) for v in body.values()):
             return [Failure("error-shape", f"HTTP {status}: {data[:200]!r}", str(status))]
         return []
+    if case.path == "/convert":
+        return _check_review(case, body)
     return _check_response(case, body)
+
+
+def _check_review(case: Case, body: Any) -> list[Failure]:
+    """A ConversionReview answered to its uid; a stored job read at an old version converted
+    (docs/api.md#when-a-conversion-fails); a Failure's message bounded."""
+    response = body.get("response") if isinstance(body, dict) else None
+    result = response.get("result") if isinstance(response, dict) else None
+    sent = _dig(case.request, "request", "uid")
+    if not isinstance(response, dict) or not isinstance(result, dict):
+        return [Failure("review-shape", f"answered {str(body)[:200]}")]
+    if response.get("uid") != sent:
+        return [Failure("review-shape", f"answered {str(body)[:200]}")]
+    message = result.get("message")
+    if case.label.startswith("conversion-read") and result.get("status") != "Success":
+        return [Failure("read-failed", f"a stored job read as {str(message)[:200]}", "read")]
+    if isinstance(message, str) and len(message) > MESSAGE_CHARS:
+        return [Failure("failure-message", f"{len(message)} characters", "message")]
+    return []
 
 
 def _check_response(case: Case, body: Any) -> list[Failure]:
@@ -695,7 +825,8 @@ def _observed(body: Json | None) -> dict[tuple[str, str], tuple[str, str, Json]]
             kind, _, api_version = group_key.partition(".")
             if not (kind and api_version):
                 kind = _dig(child, "kind")
-            if isinstance(name, str):
+            # A kind mutated into anything but a string names no kind (a list is no key).
+            if isinstance(name, str) and isinstance(kind, str):
                 found[(kind, name)] = (group_key, member, child)
     return found
 

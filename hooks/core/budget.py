@@ -27,6 +27,7 @@ from hooks.core.build.pods import PodMaker
 from hooks.core.build.services import ServiceMaker
 from hooks.core.conditions import HELD_END
 from hooks.core.failure_policy import Action
+from hooks.core.fields import dig, dig_list
 from hooks.core.gang import pod_group
 from hooks.core.job import Job
 from hooks.core.naming import Slot
@@ -180,3 +181,39 @@ def _shown(size: int) -> str:
     if size < MIB:
         return f"{size / 1024:.1f} KiB"
     return f"{size / MIB:.1f} MiB"
+
+
+#: The CRD's floor of an answer (its CEL rule on `spec.mxReplicaSpecs`): bytes of a pod and its
+#: Service per replica, and of the environment the hook gives each container.
+FLOOR_REPLICA = 1000
+FLOOR_CONTAINER = 700
+#: The CRD's message for a job over the floor (tests/test_budget.py keeps them equal).
+FLOOR_RULE = (
+    "too many replicas or containers: the hook's answer for them (a pod and a Service per "
+    "replica, with about 700 bytes of environment per container) would be over its "
+    f"{CEILING // MIB} MiB limit even for the smallest pods; use fewer replicas or containers"
+)
+
+
+def floor(replica_specs: object) -> int:
+    """The CRD's floor of the answer for `spec.mxReplicaSpecs`, computed as its CEL rule does
+    (a replica without `replicas` counts once, its default); the conversion webhook applies it
+    to a write at an old version, which the API server checks against that version's rules."""
+    total = 0
+    for replica in replica_specs.values() if isinstance(replica_specs, dict) else ():
+        count = dig(replica, "replicas")
+        if count is None:
+            count = 1
+        elif isinstance(count, bool) or not isinstance(count, int):
+            count = 0
+        containers = dig_list(replica, "template", "spec", "containers")
+        per_pod = FLOOR_REPLICA + sum(
+            FLOOR_CONTAINER + _length(dig(c, "name")) + _length(dig(c, "image")) for c in containers
+        )
+        total += max(count, 0) * per_pod
+    return total
+
+
+def _length(value: object) -> int:
+    """CEL's `size()` of a string (in characters); 0 for what the rule's `has()` skips."""
+    return len(value) if isinstance(value, str) else 0

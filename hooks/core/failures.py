@@ -6,7 +6,8 @@ The kubelet fills the message with the end of the container's log when the conta
 (`terminationMessagePolicy: FallbackToLogsOnError`, hooks/core/build/pods.py), so a Python
 traceback's last line lands here. The message is the pod's to write: any text of any size, escape
 sequences and all. What is kept is at most `TAIL_LINES` lines of at most `LINE_BYTES` bytes of
-UTF-8 each, with no control or format characters, read from the last `READ_CHARS` characters only.
+UTF-8 each, each cleaned as all text from pods is (hooks/core/quoting.py), read from the last
+`READ_CHARS` characters only.
 
 Which failure is the last is decided from what the request holds, never the clock: the newest
 (by the container's `finishedAt`, then the pod's name) of the previous status's `lastFailure`
@@ -14,13 +15,12 @@ and every observed pod's own failures, so the same request gives the same answer
 answer back changes nothing.
 """
 
-import re
-import unicodedata
 from datetime import UTC, datetime
 from typing import NotRequired, TypedDict
 
 from hooks.core.naming import Slot, parse_pod_name
 from hooks.core.observed import Ended, ObservedPod
+from hooks.core.quoting import clean
 from hooks.core.timestamps import format_time, parse_time
 
 #: Lines of the message kept: a traceback's last frame and its exception.
@@ -29,15 +29,6 @@ TAIL_LINES = 5
 LINE_BYTES = 200
 #: How much of the message is read at all: its end, however long it is.
 READ_CHARS = 16384
-#: How much of one line is looked at: more than LINE_BYTES characters never fit.
-_SCAN = 2 * LINE_BYTES
-_CUT = "…"
-#: Escape sequences a terminal would interpret (CSI, OSC, two-character ones): removed whole,
-#: not only their ESC, so that no `[31m` is left behind.
-_ESCAPES = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]?|\][^\x07\x1b\n]*(?:\x07|\x1b\\)?|[@-_]?)")
-#: Unicode categories never kept: controls, format characters (bidirectional overrides,
-#: zero-width ones), surrogates (no UTF-8 for them) and private use.
-_DROPPED = frozenset({"Cc", "Cf", "Cs", "Co"})
 
 
 class LastFailure(TypedDict):
@@ -53,29 +44,14 @@ class LastFailure(TypedDict):
     message: NotRequired[str]
 
 
-def _clean_line(line: str) -> str:
-    """One line without what a terminal would interpret, cut to LINE_BYTES (ending in `…`).
-    Only its first `_SCAN` characters are looked at: no more can be kept."""
-    kept = "".join(
-        " " if ch == "\t" else ch
-        for ch in line[:_SCAN]
-        if ch == "\t" or unicodedata.category(ch) not in _DROPPED
-    ).rstrip()
-    encoded = kept.encode()
-    if len(line) <= _SCAN and len(encoded) <= LINE_BYTES:
-        return kept
-    room = LINE_BYTES - len(_CUT.encode())
-    return encoded[:room].decode(errors="ignore").rstrip() + _CUT
-
-
 def tail(message: object) -> str | None:
     """The last lines of a termination message, cleaned and bounded; None when nothing is left.
     Idempotent: a tail is its own tail."""
     if not isinstance(message, str) or not message:
         return None
     kept: list[str] = []
-    for line in reversed(_ESCAPES.sub("", message[-READ_CHARS:]).splitlines()):
-        cleaned = _clean_line(line)
+    for line in reversed(message[-READ_CHARS:].splitlines()):
+        cleaned = clean(line, LINE_BYTES)
         if cleaned.strip():
             kept.append(cleaned)
             if len(kept) == TAIL_LINES:

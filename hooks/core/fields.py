@@ -5,12 +5,14 @@ from typing import Any
 
 
 def parsed_json(text: object) -> Any:
-    """The value a JSON text holds, or None when `text` is no string of JSON."""
+    """The value a JSON text holds, or None when `text` is no string of JSON or one nesting
+    deeper than the standard library reads (about 1000 levels: a RecursionError). Texts the
+    cluster's users can write (a ConfigMap's data, an annotation) come here."""
     if not isinstance(text, str):
         return None
     try:
         return json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
 
 

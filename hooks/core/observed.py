@@ -31,6 +31,7 @@ from hooks.core.children import (
     pod_spec,
 )
 from hooks.core.naming import Slot, parse_pod_name
+from hooks.core.quoting import clean
 from hooks.core.timestamps import latest, moment
 
 
@@ -61,8 +62,9 @@ CANNOT_START = frozenset(
         "RunContainerError",
     }
 )
-#: Longest kubelet or scheduler message quoted in a condition message.
-_QUOTED_MAX = 200
+#: Bytes of a kubelet's or scheduler's message quoted in a condition message at most, and of
+#: a reason (`OOMKilled`, a Kueue eviction's): as a failure's line (hooks/core/failures.py).
+QUOTED_BYTES = 200
 
 
 class Ended(msgspec.Struct, frozen=True, kw_only=True, gc=False):
@@ -195,7 +197,7 @@ def read_pod(job: str, pod: Pod, *, placement: bool = True) -> ObservedPod | Non
     phase = _PHASES.get(status.phase or "", PodPhase.PENDING)
     # Each (type, status) once, the first listed: what the conditions say, in one pass.
     conditions = {(c.type, c.status): c for c in reversed(status.conditions)}
-    reasons = (status.reason or None, terminated.reason or None)
+    reasons = (said(status.reason), said(terminated.reason))
     node, scheduler, gates = _placed(pod_spec(pod) if placement else _NOT_PLACED)
     return ObservedPod(
         name=metadata.name,
@@ -268,7 +270,7 @@ def _waiting(phase: PodPhase, status: PodStatus, unscheduled: Condition | None) 
 
 def _evicted(termination: Condition | None) -> str | None:
     """Why Kueue is taking the pod away, from its true `TerminationTarget` condition."""
-    return None if termination is None else termination.reason or KUEUE_TERMINATION
+    return None if termination is None else said(termination.reason) or KUEUE_TERMINATION
 
 
 def _scheduled(scheduled: Condition | None) -> datetime | None:
@@ -347,11 +349,17 @@ def _wait_failed(inits: list[ContainerStatus]) -> str | None:
 
 
 def quoted(reason: str, message: object) -> str:
-    """`reason: message`, the message cut to a condition's length."""
-    if not isinstance(message, str) or not message:
-        return reason
-    short = message if len(message) <= _QUOTED_MAX else message[: _QUOTED_MAX - 1] + "…"
-    return f"{reason}: {short}"
+    """`reason: message`, both as text from a pod is quoted (hooks/core/quoting.py), the
+    message cut to a condition's length."""
+    words = clean(message, QUOTED_BYTES) if isinstance(message, str) else ""
+    return f"{clean(reason, QUOTED_BYTES)}: {words}" if words else clean(reason, QUOTED_BYTES)
+
+
+def said(reason: str | None) -> str | None:
+    """A reason from the cluster as it is quoted, None for none (or nothing left of it)."""
+    if not reason:
+        return None
+    return clean(reason, QUOTED_BYTES) or None
 
 
 def _count(value: object) -> int:

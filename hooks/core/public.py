@@ -1,7 +1,8 @@
 """What code outside the hook may use of the core: the API's names and labels, safe reads of
-plain JSON, timestamps, pod names and the spec reader. The components (`ttl`, `events`,
-`certs`, `component`) and the `mxjob` cluster commands (`hooks/jobs`) import this module and
-nothing else of `hooks.core` (a lint-imports contract), so the core's rooms can move freely."""
+plain JSON, timestamps, pod names, the spec reader and the cleaner of text from the cluster.
+The components (`ttl`, `events`, `certs`, `component`) and the `mxjob` cluster commands
+(`hooks/jobs`) import this module and nothing else of `hooks.core` (a lint-imports contract),
+so the core's rooms can move freely."""
 
 from hooks.core.api import (
     ALL_TYPES,
@@ -19,6 +20,7 @@ from hooks.core.api import (
 )
 from hooks.core.fields import dig, dig_dict, dig_list
 from hooks.core.naming import parse_pod_name
+from hooks.core.quoting import clean, unsafe
 from hooks.core.spec import JobSpec, load
 from hooks.core.timestamps import earliest, format_time, parse_time
 
@@ -36,6 +38,7 @@ __all__ = [
     "JobSpec",
     "Reason",
     "ReplicaType",
+    "clean",
     "dig",
     "dig_dict",
     "dig_list",
@@ -44,4 +47,5 @@ __all__ = [
     "load",
     "parse_pod_name",
     "parse_time",
+    "unsafe",
 ]

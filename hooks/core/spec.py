@@ -9,11 +9,13 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from hooks.core import quantity
 from hooks.core.api import (
     DEFAULT_PORT,
     DEFAULT_PORT_NAME,
     MXNET_CONTAINER,
     TYPE_BY_FOLDED_NAME,
+    WAIT_CONTAINER,
     CleanPodPolicy,
     JobMode,
     ReplicaType,
@@ -523,7 +525,7 @@ def _template(reader: _Reader, raw: object, path: str) -> dict[str, Any] | None:
     cpath = f"{path}.spec.containers"
     names = _container_names(reader, pod_spec.get("containers"), cpath)
     if names is None or not _init_containers_are_usable(
-        reader, pod_spec.get("initContainers"), f"{path}.spec.initContainers"
+        reader, pod_spec.get("initContainers"), f"{path}.spec.initContainers", names
     ):
         return None
     pruned: dict[str, Any] = _pruned_copy(template)
@@ -548,7 +550,9 @@ def _container_names(reader: _Reader, containers: object, path: str) -> list[obj
         return None
     for i, container in enumerate(containers):
         _check_container(reader, container, f"{path}[{i}]")
+        _check_resources(reader, container.get("resources"), f"{path}[{i}].resources")
     names = [container.get("name") for container in containers]
+    _check_names(reader, names, path, taken=())
     if MXNET_CONTAINER not in names:
         reader.fail(path, f'one container must be named "{MXNET_CONTAINER}"')
         return None
@@ -566,9 +570,57 @@ def _check_container(reader: _Reader, container: dict[str, Any], path: str) -> N
         reader.fail(f"{path}.env", "must be a list of variables, each with a name")
 
 
-def _init_containers_are_usable(reader: _Reader, containers: object, path: str) -> bool:
+def _check_names(
+    reader: _Reader, names: list[object], path: str, taken: tuple[object, ...]
+) -> None:
+    """Container names as a pod takes them: unique among its containers and init containers
+    (`taken`: the containers' names, for init containers), and none the hook's own init
+    container's (hooks/core/restart/rejoin.py): the API server would refuse the pod."""
+    for i, name in enumerate(names):
+        if not isinstance(name, str):
+            continue
+        if name == WAIT_CONTAINER:
+            reader.fail(
+                f"{path}[{i}].name",
+                f"{name!r} is reserved: the hook gives replacement Workers an init container of "
+                "that name (docs/restarts.md#rejoining-ps-lite)",
+            )
+        elif name in taken or name in names[:i]:
+            reader.fail(
+                f"{path}[{i}].name",
+                f"{name!r} names another container of the pod too: containers and init "
+                "containers need names of their own",
+            )
+
+
+def _check_resources(reader: _Reader, resources: object, path: str) -> None:
+    """`requests` and `limits`: resource names mapped to quantities Kubernetes reads, none
+    negative nor over int64 (hooks/core/quantity.py), which a gang's PodGroup adds up."""
+    if resources is None:
+        return
+    if not isinstance(resources, dict):
+        reader.fail(path, "must be an object")
+        return
+    for key in ("requests", "limits"):
+        amounts = resources.get(key)
+        if amounts is not None and not isinstance(amounts, dict):
+            reader.fail(f"{path}.{key}", "must map resource names to quantities")
+            continue
+        for name, amount in (amounts or {}).items():
+            value = quantity.parse(amount)
+            if value is None or value < 0:
+                reader.fail(
+                    f"{path}.{key}.{name}",
+                    f"must be a quantity from 0 to {quantity.MAX} (int64) such as 500m, 2Gi "
+                    f"or 1e3, got {shown(amount)}",
+                )
+
+
+def _init_containers_are_usable(
+    reader: _Reader, containers: object, path: str, taken: list[object]
+) -> bool:
     """`initContainers`, which the hook extends with its own and sums for a PodGroup: absent,
-    or a list of objects."""
+    or a list of objects, named apart from the containers (`taken`) and from each other."""
     if containers is None:
         return True
     if not isinstance(containers, list):
@@ -577,7 +629,12 @@ def _init_containers_are_usable(reader: _Reader, containers: object, path: str) 
     malformed = [i for i, container in enumerate(containers) if not isinstance(container, dict)]
     for i in malformed:
         reader.fail(f"{path}[{i}]", "must be an object (a container)")
-    return not malformed
+    if malformed:
+        return False
+    for i, container in enumerate(containers):
+        _check_resources(reader, container.get("resources"), f"{path}[{i}].resources")
+    _check_names(reader, [c.get("name") for c in containers], path, taken=tuple(taken))
+    return True
 
 
 def _metadata_is_usable(reader: _Reader, metadata: object, path: str) -> bool:

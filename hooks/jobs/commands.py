@@ -14,10 +14,11 @@ from typing import Any, TextIO
 
 import yaml
 
-from hooks.core.public import dig
+from hooks.core.public import dig, unsafe
 from hooks.jobs import view
 from hooks.jobs.api import WATCH_SECONDS, Cluster, ClusterError
 from hooks.jobs.follow import Following, print_logs
+from hooks.jobs.options import namespace_refused
 from hooks.jobs.replicas import Replica
 from hooks.jobs.waiting import CANNOT_READ, REACHED, TIMED_OUT, Goal, verdict
 
@@ -43,11 +44,39 @@ class Terminal:
         self.out.write("".join(f"{line}\n" for line in lines))
 
     def data(self, value: Any, output: str) -> None:
-        """`-o json` or `-o yaml`."""
-        if output == "json":
-            self.out.write(json.dumps(value, indent=2, ensure_ascii=False) + "\n")
-        else:
-            yaml.safe_dump(value, self.out, sort_keys=False, allow_unicode=True, width=100)
+        """`-o json` or `-o yaml`: the values as they are, any character a terminal would act
+        on written escaped (`\\u001b` in JSON; YAML then escapes every non-ASCII one)."""
+        self.out.write(data_text(value, output))
+
+
+def data_text(value: Any, output: str) -> str:
+    """`value` as JSON or YAML text holding no character a terminal acts on: those in JSON
+    strings written as `\\uXXXX`, and YAML written with every non-ASCII character escaped
+    when the values hold one (both read back as the same values)."""
+    if output == "json":
+        text = json.dumps(value, indent=2, ensure_ascii=False)
+        if not _printable(text):
+            text = "".join(_escaped(c) if c != "\n" and unsafe(c) else c for c in text)
+        return text + "\n"
+    text = yaml.safe_dump(value, sort_keys=False, allow_unicode=True, width=100)
+    if not _printable(text) and any(unsafe(c) for c in text if c != "\n"):
+        text = yaml.safe_dump(value, sort_keys=False, allow_unicode=False, width=100)
+    return text
+
+
+def _printable(text: str) -> bool:
+    """Whether the lines of `text` are plain printable text (checked in C): the usual output,
+    which needs no character looked at one by one."""
+    return text.replace("\n", "").isprintable()
+
+
+def _escaped(char: str) -> str:
+    """A character as a JSON string escape (a UTF-16 surrogate pair beyond the first plane)."""
+    code = ord(char)
+    if code <= 0xFFFF:
+        return f"\\u{code:04x}"
+    code -= 0x10000
+    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
 
 
 def run(arguments: argparse.Namespace, reader: Reader) -> int:
@@ -67,7 +96,7 @@ def run(arguments: argparse.Namespace, reader: Reader) -> int:
             return runner(cluster, arguments, term)
         return run_submit(cluster, arguments, term, reader)
     except ClusterError as exc:
-        print(f"mxjob {command}: {exc}", file=term.err)
+        print(f"mxjob {command}: {view.safe(exc)}", file=term.err)
         return CANNOT_READ if command == "wait" else FAILED
     except KeyboardInterrupt:
         return INTERRUPTED
@@ -145,7 +174,7 @@ def wait_for(cluster: Cluster, name: str, goal: Goal, timeout: float | None, ter
             return found.status
         left = WATCH_SECONDS if deadline is None else deadline - time.monotonic()
         if left <= 0:
-            state = view.summarize(job).state
+            state = view.safe(view.summarize(job).state)
             print(f"mxjob/{name}: still {state} after {timeout:g}s, not {goal}", file=term.err)
             return TIMED_OUT
         since = str(dig(job, "metadata", "resourceVersion") or "")
@@ -178,7 +207,10 @@ def run_submit(
 ) -> int:
     """Check the file's jobs; create them; then wait for one, or follow its logs to its end."""
     jobs = reader(arguments.filename, term.err)
-    if jobs is None:
+    refused = None if jobs is None else namespace_refused(jobs, arguments.namespace)
+    if refused is not None:
+        print(f"mxjob submit: {view.safe(refused)}", file=term.err)
+    if jobs is None or refused is not None:
         print("mxjob submit: nothing was created", file=term.err)
         return FAILED
     if (arguments.wait or arguments.logs) and len(jobs) != 1:
@@ -189,7 +221,7 @@ def run_submit(
         created = cluster.create(job)
         name = str(dig(created, "metadata", "name"))
         namespace = dig(created, "metadata", "namespace")
-        print(f"mxjob/{name} created in namespace {namespace}", file=term.out)
+        print(f"mxjob/{view.safe(name)} created in namespace {view.safe(namespace)}", file=term.out)
         names.append(name)
         cluster.namespace = str(namespace or cluster.namespace)
     term.out.flush()

@@ -18,7 +18,7 @@ from typing import Any, TextIO
 
 from urllib3.exceptions import HTTPError
 
-from hooks.core.public import dig
+from hooks.core.public import clean, dig
 from hooks.jobs.api import Cluster, ClusterError
 from hooks.jobs.replicas import Replica, job_replicas, mxnet_status
 from hooks.jobs.view import Paint
@@ -48,11 +48,17 @@ def _restarts(pod: object) -> int:
 
 
 def _lines(chunks: Any, remainder: bytearray) -> list[str]:
-    """Whole lines of the bytes read so far; a partial last line stays in `remainder`."""
+    """Whole lines of the bytes read so far, cleaned of what a terminal would interpret (the
+    job's image writes them: hooks/core/quoting.py); a partial last line stays in `remainder`."""
     remainder.extend(chunks)
     *whole, rest = bytes(remainder).split(b"\n")
     remainder[:] = rest
-    return [line.decode(errors="replace").rstrip("\r") for line in whole]
+    return [_line(line) for line in whole]
+
+
+def _line(data: bytes) -> str:
+    """One line of a log as it is printed."""
+    return clean(data.decode(errors="replace"))
 
 
 class Prefixes:
@@ -84,7 +90,7 @@ def print_logs(cluster: Cluster, job: str, picked: Picked, out: TextIO, paint: P
                 for line in _lines(chunk, remainder):
                     out.write(f"{prefixes(replica.label)} {line}\n")
             if remainder:
-                out.write(f"{prefixes(replica.label)} {remainder.decode(errors='replace')}\n")
+                out.write(f"{prefixes(replica.label)} {_line(bytes(remainder))}\n")
         finally:
             response.release_conn()
     out.flush()
@@ -174,7 +180,7 @@ class Following:
                         self.lines.put((label, line))
                 if remainder and not skip:
                     follower.written += 1
-                    self.lines.put((label, remainder.decode(errors="replace")))
+                    self.lines.put((label, _line(bytes(remainder))))
             except (ClusterError, HTTPError, OSError, ValueError, AttributeError):
                 pass  # not started yet, deleted, quiet past the read timeout, closed by `close`
             if self.stop.is_set() or not self._still_running(follower):

@@ -13,6 +13,7 @@ Each takes `-n NAMESPACE`, `--context` and `--kubeconfig` as kubectl does.
 
 import argparse
 import re
+from typing import Any
 
 from hooks.jobs.replicas import ReplicaFilter
 from hooks.jobs.waiting import Goal
@@ -29,6 +30,23 @@ COMMANDS = {
     "submit": "check a job file as validate does, create its jobs, and optionally wait or follow",
     "delete": "delete jobs with their pods, Services and ConfigMaps, and wait until they are gone",
 }
+
+
+def namespace_refused(jobs: list[dict[str, Any]], given: str | None) -> str | None:
+    """Why `submit -n NS` refuses a file, as kubectl does (`RequireNamespace`, its words): a job
+    whose own namespace is another than the one `-n` named. Without `-n`, each job goes to its
+    own namespace, or else to the context's."""
+    if given is None:
+        return None
+    for job in jobs:
+        metadata = job.get("metadata")
+        own = metadata.get("namespace") if isinstance(metadata, dict) else None
+        if own and own != given:
+            return (
+                f'the namespace from the provided object "{own}" does not match the namespace '
+                f"\"{given}\". You must pass '--namespace={own}' to perform this operation."
+            )
+    return None
 
 
 def _duration(text: str) -> float:

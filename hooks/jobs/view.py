@@ -2,14 +2,22 @@
 state and counts, tables that fit a terminal, colours only where asked. Pure: `now` is a
 parameter, nothing is read from a cluster or the clock here."""
 
-import re
 import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from hooks.core.public import MODE_TYPES, JobMode, dig, dig_dict, dig_list, load, parse_time
+from hooks.core.public import (
+    MODE_TYPES,
+    JobMode,
+    clean,
+    dig,
+    dig_dict,
+    dig_list,
+    load,
+    parse_time,
+)
 from hooks.jobs.replicas import Replica, job_replicas, mxnet_status
 
 #: ANSI styles by name; `Paint` leaves them out unless colours are on.
@@ -38,8 +46,6 @@ GAP = "   "
 #: The fewest characters of a message a table cuts to fit a terminal.
 MIN_FREE = 20
 _CUT = "…"
-#: Anything a terminal would interpret, in text the table did not write (messages, names).
-_UNSAFE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
 @dataclass(frozen=True)
@@ -62,8 +68,9 @@ class Cell:
 
 
 def safe(text: object) -> str:
-    """Text from the cluster, on one line, with nothing a terminal would interpret."""
-    return _UNSAFE.sub("", " ".join(str(text).split("\n"))) if text is not None else NONE
+    """Text from the cluster, on one line, with nothing a terminal would interpret: cleaned as
+    the hook cleans what it quotes of pods (hooks/core/quoting.py)."""
+    return clean(str(text)) if text is not None else NONE
 
 
 def table(
@@ -259,9 +266,9 @@ def job_table(
         total = job.total
         rows.append(
             [
-                *([job.namespace] if namespaces else []),
+                *([safe(job.namespace)] if namespaces else []),
                 safe(job.name),
-                Cell(job.state, STATE_STYLES.get(job.state, "")),
+                Cell(safe(job.state), STATE_STYLES.get(job.state, "")),
                 f"{total.active}/{total.desired}",
                 str(total.succeeded),
                 Cell(str(total.failed), "red" if total.failed else ""),
@@ -360,8 +367,8 @@ def describe(
 ) -> list[str]:
     """`mxjob describe`: the job's story, from its status, its pods and its Events."""
     summary = summarize(job)
-    state = paint(summary.state, STATE_STYLES.get(summary.state, ""))
-    reason = f" ({summary.reason})" if summary.reason else ""
+    state = paint(safe(summary.state), STATE_STYLES.get(summary.state, ""))
+    reason = f" ({safe(summary.reason)})" if summary.reason else ""
     lines = [
         f"Name:        {safe(summary.name)}",
         f"Namespace:   {safe(summary.namespace)}",
@@ -459,14 +466,14 @@ def _pod_cells(row: PodRow, now: datetime) -> list[str | Cell]:
     phase_style = {"Failed": "red", "Succeeded": "green", "Running": "cyan"}
     return [
         row.replica.label,
-        row.replica.pod,
-        row.run,
-        Cell(row.phase, phase_style.get(row.phase, "")),
+        safe(row.replica.pod),
+        safe(row.run),
+        Cell(safe(row.phase), phase_style.get(row.phase, "")),
         NONE if row.exit_code is None else str(row.exit_code),
         safe(row.reason) if row.reason else NONE,
         str(row.restarts),
         age(row.created, now),
-        row.node or NONE,
+        safe(row.node) if row.node else NONE,
     ]
 
 

@@ -5,7 +5,7 @@ Pure: the command reads the job and the clock."""
 from dataclasses import dataclass
 from enum import StrEnum
 
-from hooks.core.public import dig_dict, dig_list
+from hooks.core.public import clean, dig_dict, dig_list
 
 #: Exit statuses of `mxjob wait` (docs/cli.md#wait).
 REACHED, ENDED_OTHERWISE, CANNOT_READ, TIMED_OUT = 0, 1, 2, 3
@@ -39,14 +39,15 @@ def _true(job: object, ctype: str) -> dict[str, object] | None:
 
 
 def why_failed(job: object) -> list[str]:
-    """The Failed condition's message, then the last failure's words (docs/status.md)."""
+    """The Failed condition's message, then the last failure's words (docs/status.md), each
+    line cleaned of what a terminal would interpret (hooks/core/quoting.py)."""
     failed = _true(job, "Failed") or {}
-    lines = [str(failed.get("message") or failed.get("reason") or "failed")]
+    lines = [clean(str(failed.get("message") or failed.get("reason") or "failed"))]
     last = dig_dict(job, "status", "lastFailure")
-    words = [w for w in str(last.get("message") or "").split("\n") if w]
-    if words:
-        lines.append(f"the log of {last.get('pod')} ends:")
-        lines += [f"  {w}" for w in words]
+    words = [clean(w) for w in str(last.get("message") or "").split("\n")]
+    if any(words):
+        lines.append(f"the log of {clean(str(last.get('pod')))} ends:")
+        lines += [f"  {w}" for w in words if w]
     return lines
 
 

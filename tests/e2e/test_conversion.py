@@ -327,6 +327,97 @@ def test_a_stash_bringing_what_v1_refuses_fails_the_write(
     assert cluster.get("mxjob", "e2e-smuggled") is None
 
 
+def v1_job(name: str, **spec: Any) -> dict[str, Any]:
+    """A one-Worker v1 job, with `spec` fields added."""
+    template = {"spec": {"containers": [{"name": "mxnet", "image": "mxjob/mxnet:gpu"}]}}
+    return {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "MXJob",
+        "metadata": {"name": name},
+        "spec": {"mxReplicaSpecs": {"Worker": {"replicas": 1, "template": template}}, **spec},
+    }
+
+
+def nested(depth: int) -> Any:
+    value: Any = "x"
+    for _ in range(depth):
+        value = {"a": value}
+    return value
+
+
+def test_no_stored_job_fails_a_list_at_an_old_version(
+    cluster: Cluster, webhook: list[list[str]]
+) -> None:
+    """Once, a KeyError (a stash entry written without was or to) or a RecursionError (a
+    template 600 levels deep, which the API server stores) in the webhook failed every list of
+    MXJobs at v1alpha1 and v1alpha2 in the namespace, and in the cluster with -A."""
+    forged = v1_job("e2e-no-stash")
+    forged["metadata"]["annotations"] = {
+        "mxjob.kubeflow.org/v1alpha1-fields": json.dumps([{"at": ["spec", "x"]}])
+    }
+    deep = v1_job("e2e-deep")
+    deep["spec"]["mxReplicaSpecs"]["Worker"]["template"]["spec"]["x"] = nested(600)
+    for job in (forged, deep):
+        cluster.kubectl("create", "-n", NAMESPACE, "-f", "-", stdin=json.dumps(job))
+    try:
+        for version in ("v1alpha1", "v1alpha2"):
+            listed = cluster.kubectl(
+                "get", f"mxjobs.{version}.kubeflow.org", "-n", NAMESPACE, "-o", "json", check=False
+            )  # fmt: skip
+            assert listed.returncode == 0, listed.stderr
+            names = {item["metadata"]["name"] for item in json.loads(listed.stdout)["items"]}
+            assert {"e2e-no-stash", "e2e-deep"} <= names
+    finally:
+        for job in (forged, deep):
+            cluster.delete("mxjob", job["metadata"]["name"])
+
+
+def test_a_stash_cannot_change_the_immutable_managed_by(
+    cluster: Cluster, webhook: list[list[str]]
+) -> None:
+    """Once, a job read at v1alpha1 and written back with another managedBy in its stash was
+    stored with it: v1's rule that it never changes is a v1 rule, which a write at v1alpha1
+    skips. Now a stash bringing in managedBy fails the write."""
+    job = v1_job("e2e-managed", runPolicy={"managedBy": "kueue.x-k8s.io/multikueue"})
+    cluster.kubectl("create", "-n", NAMESPACE, "-f", "-", stdin=json.dumps(job))
+    try:
+        read = cluster.get("mxjobs.v1alpha1.kubeflow.org", "e2e-managed")
+        assert read is not None
+        annotations = read["metadata"]["annotations"]
+        assert "kueue.x-k8s.io/multikueue" in annotations[V1_FIELDS]
+        annotations[V1_FIELDS] = annotations[V1_FIELDS].replace(
+            "kueue.x-k8s.io/multikueue", "kubeflow.org/training-operator"
+        )
+        written = cluster.kubectl(
+            "replace", "-n", NAMESPACE, "-f", "-", stdin=json.dumps(read), check=False
+        )
+        print(f"\nmanagedBy changed through the stash, refused: {written.stderr.strip()}")
+        assert written.returncode != 0
+        assert "brings in spec.runPolicy.managedBy, which is immutable" in written.stderr
+        stored = cluster.get("mxjobs.v1.kubeflow.org", "e2e-managed")
+        assert stored is not None
+        assert stored["spec"]["runPolicy"]["managedBy"] == "kueue.x-k8s.io/multikueue"
+    finally:
+        cluster.delete("mxjob", "e2e-managed")
+
+
+def test_a_write_at_v1alpha1_over_the_crds_floor_is_refused(
+    cluster: Cluster, webhook: list[list[str]]
+) -> None:
+    """Once stored: the CRD's floor of the hook's answer is a v1 rule, which v1alpha1's schema
+    (10000 replicas, containers unbounded) does not have. 10000 WORKERs of 31 containers."""
+    job = stashed_job("e2e-too-large")
+    del job["metadata"]["annotations"]
+    (worker,) = [r for r in job["spec"]["replicaSpecs"] if r["mxReplicaType"] == "WORKER"]
+    worker["replicas"] = 10000
+    containers = worker["template"]["spec"]["containers"]
+    containers += [{"name": f"side-{i}", "image": "i" * 200} for i in range(30)]
+    refused = cluster.apply(job, check=False)
+    assert refused.returncode != 0
+    assert "spec.mxReplicaSpecs: too many replicas or containers" in refused.stderr, refused.stderr
+    assert cluster.get("mxjob", "e2e-too-large") is None
+
+
 # This tier's kubeconfig skips TLS verification, which urllib3 warns of on every call.
 @pytest.mark.filterwarnings("ignore::urllib3.exceptions.InsecureRequestWarning")
 def test_a_keeper_with_a_stale_crd_cannot_undo_a_rotation(

@@ -25,6 +25,7 @@ from hooks.core.conversion.versions import (
     to_v1,
 )
 from hooks.core.fields import dig
+from hooks.core.spec import shown
 
 REVIEW_API_VERSION = "apiextensions.k8s.io/v1"
 REVIEW_KIND = "ConversionReview"
@@ -37,6 +38,12 @@ FAILURE = "Failure"
 #: as an object the API server stores (etcd's 1.5 MiB), which it converts one a write, the only
 #: request that brings a stash in; checking costs ~1.5 s of CPU per MiB (docs/security.md).
 MAX_CHECKED_BYTES = 3 * 2**19
+#: The API server's review uids are UUIDs (36 characters); the answer echoes one, the log too.
+UID_CHARS = 128
+#: Characters of a Failure's message at most: the API server hands it to the client and the
+#: webhook logs it, and a value it quotes (a schema error quotes the whole value) can be a
+#: megabyte of the object.
+MESSAGE_CHARS = 1024
 
 
 class ReviewError(ValueError):
@@ -80,18 +87,18 @@ def parse_review(body: object) -> Review:
     if (body.get("apiVersion"), body.get("kind")) != (REVIEW_API_VERSION, REVIEW_KIND):
         raise ReviewError(
             f"'apiVersion' must be {REVIEW_API_VERSION} and 'kind' {REVIEW_KIND}, got "
-            f"{body.get('apiVersion')!r} and {body.get('kind')!r}"
+            f"{shown(body.get('apiVersion'))} and {shown(body.get('kind'))}"
         )
     request = body.get("request")
     if not isinstance(request, dict):
         raise ReviewError("'request' must be an object")
     uid = request.get("uid")
-    if not isinstance(uid, str) or not uid:
-        raise ReviewError("'request.uid' must be a non-empty string")
+    if not isinstance(uid, str) or not 0 < len(uid) <= UID_CHARS:
+        raise ReviewError(f"'request.uid' must be a string of 1 to {UID_CHARS} characters")
     desired = request.get("desiredAPIVersion")
     if desired not in SERVED:
         raise ReviewError(
-            f"'request.desiredAPIVersion' must be one of {', '.join(SERVED)}, got {desired!r}"
+            f"'request.desiredAPIVersion' must be one of {', '.join(SERVED)}, got {shown(desired)}"
         )
     objects = request.get("objects")
     if not isinstance(objects, list):
@@ -122,6 +129,8 @@ def answer(review: Review, v1_spec: dict[str, Any] | None = None) -> ConversionR
                 f"{KIND} {_reference(obj, i)} cannot be converted from "
                 f"{obj.get('apiVersion')} to {review.desired}: {exc}"
             )
+            if len(message) > MESSAGE_CHARS:
+                message = message[: MESSAGE_CHARS - 1] + "…"
             return _review(review.uid, [], {"status": FAILURE, "message": message})
     return _review(review.uid, converted, {"status": SUCCESS})
 

@@ -13,14 +13,16 @@ are one entry at that object, so a renamed key never leaves both spellings behin
 
 A stash is written by whoever writes the object, so it holds the spec only: an entry elsewhere
 (the status, which belongs to the controller) is taken away and never applied
-(docs/security.md#the-conversion-stash).
+(docs/security.md#the-conversion-stash). A value that is no stash the converter writes (an entry
+with neither `was` nor `to`, nesting deeper than a spec the hook reads) is no stash at all: it
+is left where it is and never applied, so reading a stored job never fails on it.
 """
 
 import copy
 import json
 from typing import Any, NotRequired, Required, TypedDict
 
-from hooks.core.fields import dig, parsed_json
+from hooks.core.fields import MAX_DEPTH, dig, parsed_json, too_deep
 
 
 class Entry(TypedDict, total=False):
@@ -38,6 +40,8 @@ class _Absent:
 _ABSENT = _Absent()
 #: The part of an object a stash holds.
 HELD = "spec"
+#: The nesting a stash holds at most: a spec's the hook reads, in an entry of the list.
+DEPTH = MAX_DEPTH + 2
 
 
 def same(a: object, b: object) -> bool:
@@ -142,11 +146,14 @@ def _read(text: object) -> list[Entry] | None:
     value = parsed_json(text)
     if not isinstance(value, list) or not all(_is_entry(item) for item in value):
         return None
-    return value
+    return value if too_deep(value, DEPTH) is None else None
 
 
 def _is_entry(item: object) -> bool:
+    """An entry as the converter writes it: a path, and what the field was or is (an entry
+    with neither says nothing, and applying one would delete a field that is not there)."""
     if not isinstance(item, dict) or not item.keys() <= {"at", "was", "to"}:
         return False
     at = item.get("at")
-    return isinstance(at, list) and bool(at) and all(isinstance(key, str) for key in at)
+    known = "was" in item or "to" in item
+    return known and isinstance(at, list) and bool(at) and all(isinstance(k, str) for k in at)

@@ -13,6 +13,11 @@ brings in what v1 refuses (docs/security.md#the-conversion-stash).
 A mapping may change only `apiVersion`, `spec`, `status` and annotations: the API server
 refuses a conversion that changes any other metadata. `down` never fails, so every stored job
 can be read at every version; `up` raises `UnconvertibleError` for what v1 cannot hold at all.
+A mapping is given a copy of the spec and status only, so nothing walks what else an object
+holds (the API server's `managedFields` mirror the spec's nesting), and a spec or status
+nesting deeper than `MAX_DEPTH` (which no job the hook runs has: it refuses it) is not mapped:
+refused at a write (`up`), read as an empty spec and no status (`down`), since a stored job
+that cannot be read at an old version fails every list at that version.
 """
 
 import copy
@@ -20,10 +25,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from hooks.core import budget
 from hooks.core.api import GROUP, KIND, TYPE_BY_FOLDED_NAME, VERSION, ReplicaType
 from hooks.core.conversion import stash
 from hooks.core.conversion.schema import schema_errors
-from hooks.core.fields import dig
+from hooks.core.fields import MAX_DEPTH, dig, too_deep
 from hooks.core.spec import load
 from hooks.core.validation import validate
 
@@ -32,6 +38,10 @@ V1 = f"{GROUP}/{VERSION}"
 V1_FIELDS = "mxjob.kubeflow.org/v1-fields"
 #: Run-policy fields a v1 job may also give directly under `spec` (spec.RUN_POLICY_FIELDS).
 RUN_POLICY = "runPolicy"
+#: What a mapping reads of an object.
+MAPPED = ("spec", "status")
+#: Where a v1 job names the controller that runs it (immutable once set: the CRD's rule).
+MANAGED_BY = (("spec", RUN_POLICY, "managedBy"), ("spec", "managedBy"))
 
 
 class UnconvertibleError(ValueError):
@@ -69,15 +79,22 @@ def to_v1(
     mapping: Mapping, obj: dict[str, Any], v1_spec: dict[str, Any] | None = None
 ) -> dict[str, Any]:
     """The v1 object of an object of `mapping`'s version; raises UnconvertibleError. With the
-    v1 spec's schema, also for a stash that brings in what v1 refuses."""
+    v1 spec's schema (the webhook), also for what the v1 rules refuse that the old version's do
+    not: what a stash brings in, and an answer over the CRD's floor."""
     _check(obj, mapping.api_version)
+    for part in MAPPED:
+        deep = too_deep(obj.get(part))
+        if deep is not None:
+            raise UnconvertibleError(f"{part}{deep}", f"nests deeper than {MAX_DEPTH} levels")
     entries, bare = stash.take(obj, V1_FIELDS)
-    view = mapping.up(copy.deepcopy(bare))
+    view = mapping.up(_mapped(bare))
     stashed = stash.apply(entries, copy.deepcopy(view)) if entries else view
-    if v1_spec is not None and not stash.same(stashed, view):
-        _refuse_what_it_brings(obj, v1_spec, view, stashed)
+    if v1_spec is not None:
+        if not stash.same(stashed, view):
+            _refuse_what_it_brings(obj, v1_spec, view, stashed)
+        _refuse_over_the_floor(stashed.get("spec"))
     converted = _with(bare, V1, stashed)
-    back = mapping.down(copy.deepcopy(converted))
+    back = mapping.down(_mapped(converted))
     return stash.put(converted, mapping.fields_key, stash.patch(_view(bare), stash.held(back)))
 
 
@@ -85,12 +102,28 @@ def from_v1(mapping: Mapping, obj: dict[str, Any]) -> dict[str, Any]:
     """The object at `mapping`'s version of a v1 object; raises UnconvertibleError only for an
     object that is no v1 MXJob."""
     _check(obj, V1)
-    entries, bare = stash.take(obj, mapping.fields_key)
-    converted = _with(
-        bare, mapping.api_version, stash.apply(entries, mapping.down(copy.deepcopy(bare)))
-    )
-    back = mapping.up(copy.deepcopy(converted))
+    entries, bare = stash.take(_readable(obj), mapping.fields_key)
+    converted = _with(bare, mapping.api_version, stash.apply(entries, mapping.down(_mapped(bare))))
+    back = mapping.up(_mapped(converted))
     return stash.put(converted, V1_FIELDS, stash.patch(_view(bare), stash.held(back)))
+
+
+def _mapped(obj: dict[str, Any]) -> dict[str, Any]:
+    """A private copy of what a mapping reads of the object: its spec and status."""
+    return {part: copy.deepcopy(obj[part]) for part in MAPPED if part in obj}
+
+
+def _readable(obj: dict[str, Any]) -> dict[str, Any]:
+    """A stored object as a reading maps it: a spec nesting deeper than MAX_DEPTH as an empty
+    one and such a status as none (the module's docstring says why)."""
+    if all(too_deep(obj.get(part)) is None for part in MAPPED):
+        return obj
+    readable = {key: value for key, value in obj.items() if key != "status"}
+    if too_deep(obj.get("status")) is None and "status" in obj:
+        readable["status"] = obj["status"]
+    if too_deep(obj.get("spec")) is not None:
+        readable["spec"] = {}
+    return readable
 
 
 def _check(obj: dict[str, Any], api_version: str) -> None:
@@ -114,15 +147,29 @@ def _refuse_what_it_brings(
     obj: dict[str, Any], v1_spec: dict[str, Any], view: View, stashed: View
 ) -> None:
     """Raise UnconvertibleError when the stash makes the v1 spec break a rule it kept without
-    it: a type, bound or enum of the schema, or a rule of the hook's (docs/api.md#validation)."""
+    it: a type, bound or enum of the schema, a rule of the hook's (docs/api.md#validation), or
+    the immutability of `managedBy`, which no old version holds: only the stash can bring it,
+    and without the stored object the webhook cannot tell a copy of it from a change."""
+    path = f"metadata.annotations[{V1_FIELDS}]"
+    for where in MANAGED_BY:
+        if dig(stashed, *where) != dig(view, *where):
+            raise UnconvertibleError(
+                path,
+                f"brings in {'.'.join(where)}, which is immutable: a job that names the "
+                f"controller running it is written at {V1} only",
+            )
     name = str(dig(obj, "metadata", "name") or "")
     broken = _refused(v1_spec, name, stashed.get("spec"))
     brought = broken and broken - _refused(v1_spec, name, view.get("spec"))
     if brought:
-        raise UnconvertibleError(
-            f"metadata.annotations[{V1_FIELDS}]",
-            f"brings in what {V1} refuses: {min(brought)}",
-        )
+        raise UnconvertibleError(path, f"brings in what {V1} refuses: {min(brought)}")
+
+
+def _refuse_over_the_floor(spec: object) -> None:
+    """Raise UnconvertibleError for a spec whose smallest answer is over the ceiling: the CRD's
+    rule, which a write at v1 meets at the API server and one at an old version does not."""
+    if budget.floor(dig(spec, "mxReplicaSpecs")) > budget.CEILING:
+        raise UnconvertibleError("spec.mxReplicaSpecs", budget.FLOOR_RULE)
 
 
 def _refused(v1_spec: dict[str, Any], name: str, spec: object) -> set[str]:

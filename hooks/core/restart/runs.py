@@ -29,6 +29,7 @@ import msgspec
 from hooks.core.api import ConditionType, JobMode, ReplicaType, RestartPolicy
 from hooks.core.children import ConfigMap
 from hooks.core.failure_policy import Action
+from hooks.core.fields import parsed_json
 from hooks.core.job import Job
 from hooks.core.labels import job_labels
 from hooks.core.naming import Slot, config_map_name, run_from_record_name, run_record_name
@@ -87,10 +88,7 @@ def _slot_key(slot: Slot) -> str:
 
 
 def _read_counts(job: Job, text: str | None) -> dict[Slot, int] | None:
-    try:
-        raw = json.loads(text) if text is not None else None
-    except ValueError:
-        return None
+    raw = parsed_json(text)
     if not isinstance(raw, dict):
         return None
     slots = {_slot_key(slot): slot for slot in job.slots()}
