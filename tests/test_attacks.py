@@ -153,6 +153,8 @@ def test_a_review_of_more_stashes_than_an_object_holds_fails_whole() -> None:
     plain = [{**j, "metadata": {"name": j["metadata"]["name"]}} for j in jobs[:count]]
     reading = parse_review(review("kubeflow.org/v1alpha2", *plain))
     assert answer(reading, v1_spec_schema())["response"]["result"] == {"status": "Success"}
+
+
 # --- what a namespace editor can write into the job's own ConfigMaps -------------------------
 
 

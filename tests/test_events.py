@@ -205,6 +205,8 @@ def test_a_stolen_events_token_may_tell_nothing_but_an_mxjobs_story() -> None:
     ]
     assert [admitted(event) for event in forged] == [False] * len(forged)
     assert admitted(forged[0], username="system:serviceaccount:kube-system:someone")
+
+
 def test_a_condition_written_with_escape_sequences_is_told_clean() -> None:
     """The hook writes its words clean; a status written by another hand (or an older hook)
     reaches `kubectl describe` through the Events: told without what a terminal acts on."""
