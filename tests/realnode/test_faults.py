@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from hooks.core import budget
 from tests.e2e.conftest import NAMESPACE, REPO, wait_for
 from tests.realnode.conftest import (
     HOOK_NAMESPACE,
@@ -231,12 +232,35 @@ def test_hook_killed_while_a_large_job_is_created(hook_restored: Node) -> None:
     assert set(children["configmaps"]) == {"crowd-mxjob-config"}
     assert set(cluster.hook_pods()).isdisjoint(victims)
     cluster.wait_condition("crowd", "Running")
+    factor = return_factor(cluster, "crowd")
     cluster.delete("mxjob", "crowd")
     wait_for("the crowd's pods gone", lambda: not cluster.pods("crowd"), 180)
     print(
         f"\n{CROWD}-replica job, both hook pods killed when {killed_at} pods existed: hook"
-        f" replaced {replaced:.1f}s after apply, all {CROWD} running {done:.1f}s after apply"
+        f" replaced {replaced:.1f}s after apply, all {CROWD} running {done:.1f}s after apply;"
+        f" {factor}"
     )
+
+
+def return_factor(cluster: Node, job: str) -> str:
+    """What Metacontroller sends back of a running job's answer, in times the answer: the
+    answer budget assumes at most budget.RETURNED (docs/security.md, "What comes back"), which
+    the KWOK tier measured without the real kubelet's status and token volumes this node has."""
+    cluster.kubectl("annotate", "-n", NAMESPACE, "mxjob", job, "probe=1", "--overwrite")
+
+    def lines() -> list[dict[str, Any]]:
+        found = []
+        for pod in cluster.hook_pods():
+            logs = cluster.kubectl("logs", "-n", HOOK_NAMESPACE, pod, "--since=10m").stdout
+            found += [json.loads(line) for line in logs.splitlines() if '"hook":"sync"' in line]
+        return [line for line in found if line.get("name") == job and line.get("status") == 200]
+
+    wait_for("a sync of the job as it runs", lambda: len(lines()) >= 2, 60)
+    synced = lines()
+    request = max(line["request_bytes"] for line in synced)
+    answer = max(line["response_bytes"] for line in synced)
+    assert request <= answer * budget.RETURNED, (request, answer)
+    return f"request {request} B, {request / answer:.2f} times the largest answer ({answer} B)"
 
 
 def test_two_hooks_many_jobs_and_an_eviction(hook_restored: Node) -> None:
