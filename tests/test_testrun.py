@@ -5,6 +5,7 @@ what each step did. The commands are real processes (`sh -c`)."""
 
 import os
 import re
+import subprocess
 import sys
 import threading
 import time
@@ -65,6 +66,34 @@ def test_a_fatal_failure_interrupts_what_runs_and_starts_nothing_more() -> None:
     assert done["lint"].status == 1
     assert done["long"].status not in (0, None)  # interrupted
     assert done["later"].why_not == "lint failed"
+
+
+def test_a_step_that_starts_as_the_run_is_aborted_is_interrupted_too(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Once a step whose process started while the abort went through the running ones (a
+    loaded machine: cold run 4) ran its full 30 s; here its start waits for the abort."""
+    runner = steps.Runner(
+        [
+            sh("long", "sleep 30", kind=steps.UNLIMITED, needs=("slow",)),
+            sh("slow", "sleep 0.2"),
+            sh("lint", "sleep 0.5; exit 1", fatal=True),
+        ],
+        log=lambda _: None,
+    )
+    popen = subprocess.Popen
+
+    def late(argv: list[str], **kwargs: object) -> object:
+        if argv[-1] == "sleep 30":
+            while not runner._aborted:
+                time.sleep(0.01)
+        return popen(argv, **kwargs)  # type: ignore[call-overload]
+
+    monkeypatch.setattr(subprocess, "Popen", late)
+    began = time.monotonic()
+    done = runner.run()
+    assert time.monotonic() - began < 10
+    assert done["long"].status not in (0, None)
 
 
 def test_cpu_steps_never_exceed_their_slots(tmp_path: Path) -> None:

@@ -173,6 +173,10 @@ class Runner:
             return
         with self._lock:
             self._procs[step.name] = proc
+            if self._aborted and self._blocked(step):
+                # Aborted while it started: the abort's SIGINT missed it (cold run 4, under load).
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGINT)
         if proc.stdout is not None:
             for raw in proc.stdout:
                 line = raw.decode(errors="replace").rstrip()
