@@ -5,6 +5,7 @@ what each step did. The commands are real processes (`sh -c`)."""
 
 import os
 import re
+import signal
 import subprocess
 import sys
 import threading
@@ -58,7 +59,9 @@ def test_a_failed_need_stops_what_depends_on_it_and_nothing_else() -> None:
 def test_a_fatal_failure_interrupts_what_runs_and_starts_nothing_more() -> None:
     began = time.monotonic()
     done, _ = run(
-        sh("long", "sleep 30", kind=steps.UNLIMITED),
+        # sleep itself, not `sh -c`: dash holds a SIGINT that reaches it before it has forked
+        # its command until that command ends.
+        steps.Step("long", ("sleep", "30"), kind=steps.UNLIMITED),
         sh("lint", "sleep 0.2; exit 1", fatal=True),
         sh("later", "true", needs=("long",)),
     )
@@ -75,7 +78,7 @@ def test_a_step_that_starts_as_the_run_is_aborted_is_interrupted_too(
     loaded machine: cold run 4) ran its full 30 s; here its start waits for the abort."""
     runner = steps.Runner(
         [
-            sh("long", "sleep 30", kind=steps.UNLIMITED, needs=("slow",)),
+            steps.Step("long", ("sleep", "30"), kind=steps.UNLIMITED, needs=("slow",)),
             sh("slow", "sleep 0.2"),
             sh("lint", "sleep 0.5; exit 1", fatal=True),
         ],
@@ -84,7 +87,7 @@ def test_a_step_that_starts_as_the_run_is_aborted_is_interrupted_too(
     popen = subprocess.Popen
 
     def late(argv: list[str], **kwargs: object) -> object:
-        if argv[-1] == "sleep 30":
+        if tuple(argv) == ("sleep", "30"):
             while not runner._aborted:
                 time.sleep(0.01)
         return popen(argv, **kwargs)  # type: ignore[call-overload]
@@ -94,6 +97,29 @@ def test_a_step_that_starts_as_the_run_is_aborted_is_interrupted_too(
     done = runner.run()
     assert time.monotonic() - began < 10
     assert done["long"].status not in (0, None)
+
+
+def test_a_run_started_with_sigint_ignored_still_interrupts_its_steps() -> None:
+    """A shell without job control starts a background command with SIGINT ignored, and its
+    children inherit that: the abort's SIGINT then stopped nothing (cold runs 4 and 5)."""
+    script = (
+        "import time; from tools import steps; began = time.monotonic(); done = steps.Runner(["
+        "steps.Step('long', ('sleep', '30'), kind=steps.UNLIMITED),"
+        "steps.Step('lint', ('sh', '-c', 'sleep 0.5; exit 1'), fatal=True)],"
+        " log=lambda _: None).run(); print(round(time.monotonic() - began), done['long'].status)"
+    )
+    ran = subprocess.run(
+        [sys.executable, "-c", script],
+        check=False,
+        cwd=lanes.REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
+    )
+    seconds, status = ran.stdout.split()
+    assert int(seconds) < 10, ran.stdout
+    assert status not in ("0", "None"), ran.stdout
 
 
 def test_cpu_steps_never_exceed_their_slots(tmp_path: Path) -> None:

@@ -20,7 +20,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -99,15 +99,16 @@ class Runner:
         running: dict[str, Step] = {}
         threads: list[threading.Thread] = []
         self.start = time.monotonic()
-        try:
-            self._loop(waiting, running, threads)
-        except KeyboardInterrupt:
-            self.abort("interrupted")
+        with _interruptible():
+            try:
+                self._loop(waiting, running, threads)
+            except KeyboardInterrupt:
+                self.abort("interrupted")
+                for thread in threads:
+                    thread.join()
+                raise
             for thread in threads:
                 thread.join()
-            raise
-        for thread in threads:
-            thread.join()
         return self.done
 
     def _loop(
@@ -217,6 +218,23 @@ class Runner:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(proc.pid, signal.SIGINT)
         self._wake.set()
+
+
+@contextlib.contextmanager
+def _interruptible() -> Iterator[None]:
+    """SIGINT handled for the block where it came ignored (a shell without job control starts a
+    background command so, and an ignored signal stays ignored through exec): the steps inherit
+    the default, so the abort's SIGINT stops them (cold runs 4 and 5, started from such a shell,
+    ran a step the abort should have stopped to its end)."""
+    main = threading.current_thread() is threading.main_thread()
+    if not main or signal.getsignal(signal.SIGINT) != signal.SIG_IGN:
+        yield
+        return
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def python(*args: str) -> tuple[str, ...]:
