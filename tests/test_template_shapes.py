@@ -92,7 +92,7 @@ VALUES = st.recursive(
     st.none()
     | st.booleans()
     | st.integers(-(2**63), 2**64)
-    | st.floats(allow_nan=False)
+    | st.floats(allow_nan=False, allow_infinity=False)
     | st.text(max_size=8),
     lambda inner: (
         st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
