@@ -175,9 +175,8 @@ class Runner:
         with self._lock:
             self._procs[step.name] = proc
             if self._aborted and self._blocked(step):
-                # Aborted while it started: the abort's SIGINT missed it (cold run 4, under load).
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(proc.pid, signal.SIGINT)
+                # Aborted while its process started: the abort's SIGINT went out before it.
+                _interrupt(proc)
         if proc.stdout is not None:
             for raw in proc.stdout:
                 line = raw.decode(errors="replace").rstrip()
@@ -215,9 +214,14 @@ class Runner:
                 return
             self._aborted = why
             for proc in self._procs.values():
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(proc.pid, signal.SIGINT)
+                _interrupt(proc)
         self._wake.set()
+
+
+def _interrupt(proc: subprocess.Popen[bytes]) -> None:
+    """SIGINT to a step's session, as a terminal's Ctrl-C (it may have ended meanwhile)."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGINT)
 
 
 @contextlib.contextmanager

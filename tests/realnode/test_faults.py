@@ -249,10 +249,7 @@ def return_factor(cluster: Node, job: str) -> str:
     cluster.kubectl("annotate", "-n", NAMESPACE, "mxjob", job, "probe=1", "--overwrite")
 
     def lines() -> list[dict[str, Any]]:
-        found = []
-        for pod in cluster.hook_pods():
-            logs = cluster.kubectl("logs", "-n", HOOK_NAMESPACE, pod, "--since=10m").stdout
-            found += [json.loads(line) for line in logs.splitlines() if '"hook":"sync"' in line]
+        found = [line for pod in cluster.hook_pods() for line in sync_lines(cluster, pod, "10m")]
         return [line for line in found if line.get("name") == job and line.get("status") == 200]
 
     wait_for("a sync of the job as it runs", lambda: len(lines()) >= 2, 60)
@@ -294,8 +291,7 @@ def test_two_hooks_many_jobs_and_an_eviction(hook_restored: Node) -> None:
         assert set(children["services"]) == {f"{name}-worker-0"}, children
         assert set(children["configmaps"]) == {f"{name}-mxjob-config"}, children
         assert sync_errors(cluster, name) == [], name
-    logs = cluster.kubectl("logs", "-n", HOOK_NAMESPACE, second, "--since=5m").stdout
-    served = [json.loads(line) for line in logs.splitlines() if '"hook":"sync"' in line]
+    served = sync_lines(cluster, second, "5m")
     swarm = [entry for entry in served if entry.get("name") in names]
     assert swarm, "the hook that stayed served none of the jobs' syncs"
     assert all(entry["status"] < 500 for entry in served), served
@@ -303,6 +299,12 @@ def test_two_hooks_many_jobs_and_an_eviction(hook_restored: Node) -> None:
         f"\n10 jobs with one hook pod evicted: all Running after {settled:.1f}s, no SyncError;"
         f" the remaining hook answered {len(swarm)} of their syncs, none with a 5xx"
     )
+
+
+def sync_lines(cluster: Node, pod: str, since: str) -> list[dict[str, Any]]:
+    """The log lines a hook pod wrote for its syncs in the last `since`, decoded."""
+    logs = cluster.kubectl("logs", "-n", HOOK_NAMESPACE, pod, f"--since={since}").stdout
+    return [json.loads(line) for line in logs.splitlines() if '"hook":"sync"' in line]
 
 
 def evict(cluster: Node, pod: str) -> Any:
