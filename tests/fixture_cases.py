@@ -1929,7 +1929,7 @@ def volcano_network_topology() -> Json:
     return request(mxjob(run_policy=_topology()), controller=VOLCANO)
 
 
-# --- docs/run-policy.md#progress-deadline: progress and the stall watchdog -----------------------
+# --- docs/run-policy.md#progressdeadlineseconds: progress and the stall watchdog -----------------------
 
 
 def _reporting(

@@ -97,7 +97,7 @@ class Rule:
     on_reasons: frozenset[str] | None = None
     #: A pod that cannot start for this long (the rule then judges only such pods).
     on_start_failure: OnStartFailure | None = None
-    #: The rule judges a stalled job, no failed pod (docs/run-policy.md#progress-deadline).
+    #: The rule judges a stalled job, no failed pod (docs/run-policy.md#progressdeadlineseconds).
     on_stall: bool = False
     #: Where the rule was written (`spec.runPolicy.failurePolicy.rules[1]`), for problems.
     path: str = field(default="", compare=False)

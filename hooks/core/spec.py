@@ -422,7 +422,7 @@ def _rule(reader: _Reader, raw: object, path: str) -> Rule | None:
 
 
 def _on_stall(reader: _Reader, rule: dict[str, Any], action: Action, path: str) -> bool:
-    """`onStall: {}`: the rule judges a stalled job (docs/run-policy.md#progress-deadline),
+    """`onStall: {}`: the rule judges a stalled job (docs/run-policy.md#progressdeadlineseconds),
     alone, with FailJob or RestartJob (what it does with the whole job)."""
     if "onStall" not in rule:
         return False

@@ -1,4 +1,4 @@
-"""The stall watchdog (docs/run-policy.md#progress-deadline): a running job whose progress has
+"""The stall watchdog (docs/run-policy.md#progressdeadlineseconds): a running job whose progress has
 not moved for `runPolicy.progressDeadlineSeconds` is stalled, and a failurePolicy rule with
 `onStall` (else a counted whole-job restart) says what happens to it.
 
