@@ -89,7 +89,9 @@ def job_info(job: object) -> tuple[str, JobInfo] | None:
     deadline = dig(job, "spec", "runPolicy", "progressDeadlineSeconds")
     if deadline is None:
         deadline = dig(job, "spec", "progressDeadlineSeconds")
-    valid = isinstance(deadline, int) and not isinstance(deadline, bool) and deadline >= MIN_DEADLINE
+    valid = (
+        isinstance(deadline, int) and not isinstance(deadline, bool) and deadline >= MIN_DEADLINE
+    )
     conditions = dig(job, "status", "conditions")
     finished = isinstance(conditions, list) and any(
         isinstance(c, dict) and c.get("type") in TERMINAL and c.get("status") == "True"
@@ -146,7 +148,9 @@ def _started(pod: client.V1Pod) -> datetime | None:
 
 def _worker(pod: client.V1Pod) -> Worker:
     annotations = pod.metadata.annotations or {}
-    return Worker(pod.metadata.name, _started(pod), read_noted(annotations.get(ANNOTATION_PROGRESS)))
+    return Worker(
+        pod.metadata.name, _started(pod), read_noted(annotations.get(ANNOTATION_PROGRESS))
+    )
 
 
 def _read(core: client.CoreV1Api, pod: client.V1Pod) -> list[str]:
@@ -193,7 +197,9 @@ def _where(pod: client.V1Pod, action: str) -> dict[str, str]:
 def run_once(api: client.ApiClient, pace: Pace) -> Pass:
     """One pass over every unfinished MXJob with running Workers."""
     core = client.CoreV1Api(api)
-    jobs = dict(found for job in list_jobs(client.CustomObjectsApi(api)) if (found := job_info(job)))
+    jobs = dict(
+        found for job in list_jobs(client.CustomObjectsApi(api)) if (found := job_info(job))
+    )
     done = Pass()
     for uid, pods in running_workers(core).items():
         info = jobs.get(uid)

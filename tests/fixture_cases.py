@@ -1929,7 +1929,7 @@ def volcano_network_topology() -> Json:
     return request(mxjob(run_policy=_topology()), controller=VOLCANO)
 
 
-# --- docs/run-policy.md#progressdeadlineseconds: progress and the stall watchdog -----------------------
+# --- docs/run-policy.md#progressdeadlineseconds: progress and the stall watchdog -----------
 
 
 def _reporting(
@@ -1967,7 +1967,8 @@ DEADLINE = {"progressDeadlineSeconds": 300}
 def progress_in_the_status() -> Json:
     """Both Workers report: the newest (Worker 1, epoch 2 batch 140) is the job's progress.
 
-    MXJOB_EPOCHS 5 gives 40 % (two epochs done) and a completion 3 × 600 s after the report.
+    MXJOB_EPOCHS 5 gives 40 % (two epochs done) and a completion three epochs of 600 s after the
+    report.
     Without a progress deadline nothing is judged and no resync is asked for."""
     job, children = _reporting(
         epochs="5", mnist_worker_0=_epoch_2(58, batch=120), mnist_worker_1=_epoch_2(59)
@@ -2027,9 +2028,7 @@ def progress_stalled_fails_with_an_onstall_rule() -> Json:
 def progress_not_judged_while_a_replica_waits() -> Json:
     """A Worker not running yet: the watchdog waits, whatever the clock and the look say."""
     job, children = _reporting(DEADLINE, mnist_worker_0=_silent(30))
-    children = [
-        created(c) if c["metadata"]["name"] == "mnist-worker-1" else c for c in children
-    ]
+    children = [created(c) if c["metadata"]["name"] == "mnist-worker-1" else c for c in children]
     return request(job, children)
 
 

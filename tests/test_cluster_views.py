@@ -174,9 +174,10 @@ def test_get_and_describe_show_the_progress_the_workers_reported() -> None:
     job = job_after("progress-in-the-status")
     summary = view.summarize(job)
     assert summary.point() == "e2 b140 40%"
-    assert view.job_table([summary], NOW, view.Paint(), None, namespaces=False)[1].split()[
-        6:8
-    ] == ["e2", "b140"]
+    assert view.job_table([summary], NOW, view.Paint(), None, namespaces=False)[1].split()[6:8] == [
+        "e2",
+        "b140",
+    ]
     text = "\n".join(view.describe(job, [], [], NOW, view.Paint(), None))
     assert (
         "Progress:    epoch 2 batch 140, 1834.51 samples/s, 40% (done about"

@@ -20,7 +20,9 @@ T = "2026-11-28T01:02:03.123456789Z"
 LATER = "2026-11-28T01:02:09.5Z"
 
 
-def report(epoch: int, batch: int | None, time: str = "2026-11-28T01:02:03Z", **more: float) -> Report:
+def report(
+    epoch: int, batch: int | None, time: str = "2026-11-28T01:02:03Z", **more: float
+) -> Report:
     return Report(
         epoch=epoch,
         batch=batch,
@@ -59,7 +61,7 @@ def report(epoch: int, batch: int | None, time: str = "2026-11-28T01:02:03Z", **
         (["Epoch[1] Batch [20]\tSpeed: 5.00 samples/sec"], None),
         ([f"{T} Iter[3] Batch [20]\tSpeed: 5.00 samples/sec"], None),
         ([f"{T} Epoch[9999999999] Batch [20]"], None),
-        ([f"not-a-time Epoch[1] Batch [20]"], None),
+        (["not-a-time Epoch[1] Batch [20]"], None),
     ],
 )
 def test_lines_become_reports(lines: list[str], expected: Report | None) -> None:

@@ -138,5 +138,7 @@ def _next(report: Report | None, line: str) -> Report | None:
     else:
         assert end is not None
         epoch, at, seconds = int(end[1]), None, float(end[2])
-    found = Report(epoch=epoch, batch=at, speed=speed, epoch_seconds=seconds, time=format_time(when))
+    found = Report(
+        epoch=epoch, batch=at, speed=speed, epoch_seconds=seconds, time=format_time(when)
+    )
     return found if _in_range(found) else report

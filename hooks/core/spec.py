@@ -175,7 +175,12 @@ class JobSpec:
         for item in env if isinstance(env, list) else []:
             if isinstance(item, dict) and item.get("name") == EPOCHS_ENV:
                 value = item.get("value")
-                if isinstance(value, str) and value.isascii() and value.isdigit() and len(value) < 8:
+                if (
+                    isinstance(value, str)
+                    and value.isascii()
+                    and value.isdigit()
+                    and len(value) < 8
+                ):
                     return int(value) if 0 < int(value) <= MAX_EPOCHS else None
                 return None
         return None
@@ -430,7 +435,8 @@ def _on_stall(reader: _Reader, rule: dict[str, Any], action: Action, path: str) 
     if not isinstance(value, dict) or value:
         reader.fail(f"{path}.onStall", "must be an empty object: {}")
     others = [
-        k for k in ("onExitCodes", "onPodConditions", "onReasons", "onStartFailure", "replicaTypes")
+        k
+        for k in ("onExitCodes", "onPodConditions", "onReasons", "onStartFailure", "replicaTypes")
         if k in rule
     ]
     if others:

@@ -4,6 +4,7 @@ A pure function of the request: conditions are carried from the previous status 
 only by observed events, so a quiet job gets a byte-identical status and Metacontroller rests.
 """
 
+import contextlib
 from datetime import datetime, timedelta
 from typing import Any, Required, TypedDict, cast
 
@@ -125,11 +126,15 @@ def progress(job: Job, plans: list[SlotPlan], previous: PreviousStatus) -> Progr
         shown["samplesPerSecond"] = report.speed
     if report.epoch_seconds is not None:
         shown["epochSeconds"] = report.epoch_seconds
-    return shown | _forecast(report, job.spec.epochs) | {
-        "lastReportTime": report.time,
-        "replicaType": slot.rtype.value,
-        "replicaIndex": slot.index,
-    }
+    return (
+        shown
+        | _forecast(report, job.spec.epochs)
+        | {
+            "lastReportTime": report.time,
+            "replicaType": slot.rtype.value,
+            "replicaIndex": slot.index,
+        }
+    )
 
 
 def _forecast(report: Report, epochs: int | None) -> Progress:
@@ -141,12 +146,9 @@ def _forecast(report: Report, epochs: int | None) -> Progress:
     found = cast(Progress, {"percent": done * 100 // epochs})
     when = report.moment
     if report.epoch_seconds is not None and when is not None:
-        try:
-            found["estimatedCompletionTime"] = format_time(
-                when + timedelta(seconds=(epochs - done) * report.epoch_seconds)
-            )
-        except OverflowError:  # beyond year 9999: no estimate
-            pass
+        with contextlib.suppress(OverflowError):  # beyond year 9999: no estimate
+            left = timedelta(seconds=(epochs - done) * report.epoch_seconds)
+            found["estimatedCompletionTime"] = format_time(when + left)
     return found
 
 
