@@ -10,24 +10,27 @@ is logged and skipped: it stops no other job's pass, and without every Worker re
 confirmed for it.
 """
 
+import json
 import logging
 import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
 
 from kubernetes import client
 
 from component.kube import PAGE_SIZE, REQUEST_TIMEOUT_SECONDS, list_jobs
 from hooks.core.public import (
     ANNOTATION_PROGRESS,
+    GROUP,
     KIND,
     MXNET_CONTAINER,
     TERMINAL,
+    VERSION,
     dig,
     encode_noted,
+    parse_time,
     read_noted,
 )
 from progress.notes import Worker, noted_after
@@ -36,6 +39,7 @@ LOG = logging.getLogger("progress")
 WORKERS = "training.kubeflow.org/replica-type=worker"
 INDEX_LABEL = "training.kubeflow.org/replica-index"
 RUNNING = "status.phase=Running"
+MXJOB_VERSION = f"{GROUP}/{VERSION}"
 #: A log read: the newest lines, cut at this many bytes, given up after this many seconds.
 TAIL_LINES = 200
 LIMIT_BYTES = 64 * 1024
@@ -43,17 +47,17 @@ READ_TIMEOUT_SECONDS = 5
 #: Workers of one job read per pass at most: its lowest indexes (each logs the same epochs).
 WORKERS_PER_JOB = 8
 #: Log reads per second at most, over every job.
-READS_PER_SECOND = 20.0
+READS_PER_SECOND = 50.0
 #: The smallest progressDeadlineSeconds the API takes; a smaller value read is no deadline.
 MIN_DEADLINE = 30
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class JobInfo:
     """What a pass needs of an MXJob: its progress deadline and whether it has finished."""
 
-    deadline: int | None
-    finished: bool
+    deadline: int | None = None
+    finished: bool = False
 
 
 @dataclass
@@ -97,86 +101,110 @@ def job_info(job: object) -> tuple[str, JobInfo] | None:
         isinstance(c, dict) and c.get("type") in TERMINAL and c.get("status") == "True"
         for c in conditions
     )
-    return uid, JobInfo(deadline if valid else None, finished)
+    return uid, JobInfo(deadline=deadline if valid else None, finished=finished)
 
 
-def _owner(pod: client.V1Pod) -> str | None:
-    """The uid of the MXJob that controls the pod, if one does."""
-    for ref in pod.metadata.owner_references or []:
-        if ref.controller and ref.kind == KIND and ref.api_version.startswith("kubeflow.org/"):
-            return str(ref.uid)
+@dataclass(frozen=True)
+class Listed:
+    """A running Worker pod as a pass reads it from the list: where it is, the MXJob that
+    controls it (its uid), its index, and the Worker the notes are decided for."""
+
+    namespace: str
+    owner: str
+    index: int
+    worker: Worker
+
+
+def listed(pod: object) -> Listed | None:
+    """A listed pod (as JSON) that an MXJob controls and is not being deleted; else None."""
+    name, namespace = dig(pod, "metadata", "name"), dig(pod, "metadata", "namespace")
+    owner = _owner(dig(pod, "metadata", "ownerReferences"))
+    if not (isinstance(name, str) and isinstance(namespace, str) and isinstance(owner, str)):
+        return None
+    if dig(pod, "metadata", "deletionTimestamp") is not None:
+        return None
+    text = dig(pod, "metadata", "labels", INDEX_LABEL)
+    digits = isinstance(text, str) and text.isascii() and text.isdigit() and len(text) < 8
+    index = int(text) if digits else 0
+    note = dig(pod, "metadata", "annotations", ANNOTATION_PROGRESS)
+    worker = Worker(name, _started(pod), read_noted(note if isinstance(note, str) else None))
+    return Listed(namespace, owner, index, worker)
+
+
+def _owner(owners: object) -> str | None:
+    """The uid of the MXJob among a pod's owners that controls it, if one does."""
+    for ref in owners if isinstance(owners, list) else []:
+        controls = isinstance(ref, dict) and ref.get("controller") is True
+        if controls and ref.get("kind") == KIND and ref.get("apiVersion") == MXJOB_VERSION:
+            uid = ref.get("uid")
+            return uid if isinstance(uid, str) else None
     return None
 
 
-def _index(pod: client.V1Pod) -> int:
-    text = (pod.metadata.labels or {}).get(INDEX_LABEL, "")
-    return int(text) if text.isascii() and text.isdigit() and len(text) < 8 else 0
+def _started(pod: object) -> datetime | None:
+    """When its mxnet container started running."""
+    statuses = dig(pod, "status", "containerStatuses")
+    for status in statuses if isinstance(statuses, list) else []:
+        if dig(status, "name") == MXNET_CONTAINER:
+            return parse_time(dig(status, "state", "running", "startedAt"))
+    return None
 
 
-def running_workers(core: client.CoreV1Api) -> dict[str, list[client.V1Pod]]:
+def running_workers(core: client.CoreV1Api) -> dict[str, list[Listed]]:
     """Every running Worker pod an MXJob controls, by the job's uid, lowest index first, at
     most WORKERS_PER_JOB of each; listed a page at a time."""
-    found: dict[str, list[client.V1Pod]] = {}
+    found: dict[str, list[Listed]] = {}
     for pod in _pages(core):
-        owner = _owner(pod)
-        if owner is not None and pod.metadata.deletion_timestamp is None:
-            found.setdefault(owner, []).append(pod)
-    return {uid: sorted(pods, key=_index)[:WORKERS_PER_JOB] for uid, pods in found.items()}
+        seen = listed(pod)
+        if seen is not None:
+            found.setdefault(seen.owner, []).append(seen)
+    return {
+        uid: sorted(pods, key=lambda p: (p.index, p.worker.name))[:WORKERS_PER_JOB]
+        for uid, pods in found.items()
+    }
 
 
-def _pages(core: client.CoreV1Api) -> Iterator[client.V1Pod]:
+def _pages(core: client.CoreV1Api) -> Iterator[object]:
+    """Every running Worker pod, as JSON (no client models: a pass reads a few fields of
+    hundreds of pods)."""
     token: str | None = None
     while True:
-        page = core.list_pod_for_all_namespaces(
+        response = core.list_pod_for_all_namespaces(
             label_selector=WORKERS, field_selector=RUNNING, limit=PAGE_SIZE, _continue=token,
-            _request_timeout=REQUEST_TIMEOUT_SECONDS,
+            _request_timeout=REQUEST_TIMEOUT_SECONDS, _preload_content=False,
         )  # fmt: skip
-        yield from page.items or []
-        token = page.metadata._continue
-        if not token:
+        page = json.loads(response.data)
+        items = dig(page, "items")
+        yield from items if isinstance(items, list) else []
+        token = dig(page, "metadata", "continue")
+        if not isinstance(token, str) or not token:
             return
 
 
-def _started(pod: client.V1Pod) -> datetime | None:
-    """When its mxnet container started running."""
-    for status in (pod.status.container_statuses or []) if pod.status else []:
-        if status.name == MXNET_CONTAINER and status.state and status.state.running:
-            started: Any = status.state.running.started_at
-            return started.astimezone(UTC).replace(microsecond=0) if started else None
-    return None
-
-
-def _worker(pod: client.V1Pod) -> Worker:
-    annotations = pod.metadata.annotations or {}
-    return Worker(
-        pod.metadata.name, _started(pod), read_noted(annotations.get(ANNOTATION_PROGRESS))
-    )
-
-
-def _read(core: client.CoreV1Api, pod: client.V1Pod) -> list[str]:
+def _read(core: client.CoreV1Api, pod: Listed) -> list[str]:
     text = core.read_namespaced_pod_log(
-        pod.metadata.name, pod.metadata.namespace, container=MXNET_CONTAINER, timestamps=True,
+        pod.worker.name, pod.namespace, container=MXNET_CONTAINER, timestamps=True,
         tail_lines=TAIL_LINES, limit_bytes=LIMIT_BYTES, _request_timeout=READ_TIMEOUT_SECONDS,
     )  # fmt: skip
     return str(text).splitlines()
 
 
 def note_job(
-    core: client.CoreV1Api, pods: list[client.V1Pod], info: JobInfo, pace: Pace, done: Pass
+    core: client.CoreV1Api, pods: list[Listed], info: JobInfo, pace: Pace, done: Pass
 ) -> None:
     """Read one job's Workers and patch what changed; a read or patch that fails is logged
     and counted, and stops nothing else."""
-    workers = [_worker(pod) for pod in pods]
     logs: dict[str, list[str]] = {}
     for pod in pods:
         pace.wait()
         try:
-            logs[pod.metadata.name] = _read(core, pod)
+            logs[pod.worker.name] = _read(core, pod)
             done.read += 1
         except Exception:
             done.errors += 1
             LOG.warning("could not read a Worker's log", extra={"fields": _where(pod, "error")})
-    namespace = pods[0].metadata.namespace
+    workers = [pod.worker for pod in pods]
+    namespace = pods[0].namespace
     for name, noted in noted_after(workers, logs, info.deadline, datetime.now(UTC)).items():
         body = {"metadata": {"annotations": {ANNOTATION_PROGRESS: encode_noted(noted)}}}
         try:
@@ -190,8 +218,8 @@ def note_job(
             LOG.warning("could not note a Worker's progress", extra={"fields": fields})
 
 
-def _where(pod: client.V1Pod, action: str) -> dict[str, str]:
-    return {"action": action, "namespace": pod.metadata.namespace, "pod": pod.metadata.name}
+def _where(pod: Listed, action: str) -> dict[str, str]:
+    return {"action": action, "namespace": pod.namespace, "pod": pod.worker.name}
 
 
 def run_once(api: client.ApiClient, pace: Pace) -> Pass:

@@ -1938,8 +1938,8 @@ def _reporting(
     """The SMALL job with every pod running since minute 1, its Workers' templates saying
     MXJOB_EPOCHS when `epochs` is given, `states` applied to named pods, and the status
     written when every pod ran (at minute 2, before any deadline)."""
-    env = {"env": [{"name": "MXJOB_EPOCHS", "value": epochs}]} if epochs is not None else {}
-    replicas = {**SMALL, "Worker": replica(2, **env)}
+    env = [{"name": "MXJOB_EPOCHS", "value": epochs}] if epochs is not None else None
+    replicas = {**SMALL, "Worker": replica(2, env=env) if env else replica(2)}
     job = mxjob(replicas=replicas, run_policy=run_policy)
     children = all_pods(first_cluster(job), running)
     status = run(request(job, children), T0 + timedelta(minutes=2)).status

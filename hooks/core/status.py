@@ -119,31 +119,26 @@ def progress(job: Job, plans: list[SlotPlan], previous: PreviousStatus) -> Progr
     if not reported:
         return carried_progress(previous)
     report, slot = max(reported, key=lambda found: found[0].time)
-    shown: Progress = {"epoch": report.epoch}
+    shown: dict[str, Any] = {"epoch": report.epoch}
     if report.batch is not None:
         shown["batch"] = report.batch
     if report.speed is not None:
         shown["samplesPerSecond"] = report.speed
     if report.epoch_seconds is not None:
         shown["epochSeconds"] = report.epoch_seconds
-    return (
-        shown
-        | _forecast(report, job.spec.epochs)
-        | {
-            "lastReportTime": report.time,
-            "replicaType": slot.rtype.value,
-            "replicaIndex": slot.index,
-        }
+    where = {"lastReportTime": report.time, "replicaType": slot.rtype.value}
+    return cast(
+        Progress, shown | _forecast(report, job.spec.epochs) | where | {"replicaIndex": slot.index}
     )
 
 
-def _forecast(report: Report, epochs: int | None) -> Progress:
+def _forecast(report: Report, epochs: int | None) -> dict[str, Any]:
     """Percent done and, once an epoch's duration is known, the estimated completion: the
     report's moment plus the epochs left at that duration (the current epoch counted whole)."""
     if epochs is None:
-        return cast(Progress, {})
+        return {}
     done = min(report.epochs_done, epochs)
-    found = cast(Progress, {"percent": done * 100 // epochs})
+    found: dict[str, Any] = {"percent": done * 100 // epochs}
     when = report.moment
     if report.epoch_seconds is not None and when is not None:
         with contextlib.suppress(OverflowError):  # beyond year 9999: no estimate

@@ -20,7 +20,7 @@ import numpy as np
 logging.basicConfig(level=logging.INFO)
 
 
-class Slow(mx.io.NDArrayIter):
+class Slow(mx.io.NDArrayIter):  # type: ignore[misc]  # mxnet has no type hints
     """The data iterator, each batch taking at least $BATCH_SECONDS."""
 
     def next(self) -> mx.io.DataBatch:
