@@ -17,6 +17,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Any
 
 from kubernetes import client
 
@@ -169,7 +170,9 @@ def _pages(core: client.CoreV1Api) -> Iterator[object]:
     hundreds of pods)."""
     token: str | None = None
     while True:
-        response = core.list_pod_for_all_namespaces(
+        # With _preload_content=False the client returns the HTTP response, not the model its
+        # annotations name.
+        response: Any = core.list_pod_for_all_namespaces(
             label_selector=WORKERS, field_selector=RUNNING, limit=PAGE_SIZE, _continue=token,
             _request_timeout=REQUEST_TIMEOUT_SECONDS, _preload_content=False,
         )  # fmt: skip
