@@ -537,10 +537,13 @@ def resolve(schema: dict[str, Any], json_path: str) -> dict[str, Any] | None:
 
 def test_printer_columns_read_existing_fields() -> None:
     columns = mxjob_version("v1")["additionalPrinterColumns"]
-    assert [c["name"] for c in columns[:2]] == ["State", "Age"]
+    # `kubectl get mxjobs`: the state, the age, and how far the Workers got
+    # (docs/status.md#progress); the rest with `-o wide`.
+    assert [c["name"] for c in columns[:5]] == ["State", "Age", "Epoch", "Batch", "Speed"]
     assert columns[0]["jsonPath"] == ".status.conditions[-1:].type"
-    assert all(c.get("priority", 0) == 1 for c in columns[2:])
-    kinds = {"string": "string", "integer": "integer", "date": "string"}
+    assert all(c.get("priority", 0) == 0 for c in columns[:5])
+    assert all(c.get("priority", 0) == 1 for c in columns[5:])
+    kinds = {"string": "string", "integer": "integer", "number": "number", "date": "string"}
     for version in ("v1", *OLD_VERSIONS):
         for column in mxjob_version(version)["additionalPrinterColumns"]:
             node = resolve(mxjob_schema(version), column["jsonPath"])

@@ -393,21 +393,8 @@ def _rule(reader: _Reader, raw: object, path: str) -> Rule | None:
     if rule.get("action") is None:
         reader.fail(f"{path}.action", f"is required: one of {', '.join(Action)}")
     action = reader.choice(rule.get("action"), f"{path}.action", Action, Action.COUNT)
-    matchers = [k for k in ("onExitCodes", "onPodConditions", "onReasons") if k in rule]
-    if not matchers and "onStartFailure" not in rule and "onStall" not in rule:
-        reader.fail(
-            path,
-            "needs a matcher: onExitCodes, onPodConditions, onReasons, onStartFailure or onStall",
-        )
+    _matchers(reader, rule, action, path)
     on_stall = _on_stall(reader, rule, action, path)
-    if "onStartFailure" in rule:
-        if matchers:
-            reader.fail(
-                f"{path}.onStartFailure",
-                f"judges pods that never started: it cannot be combined with {matchers[0]}",
-            )
-        if action is not Action.FAIL_JOB:
-            reader.fail(f"{path}.action", "must be FailJob with onStartFailure")
     read = Rule(
         action,
         name=name,
@@ -424,6 +411,24 @@ def _rule(reader: _Reader, raw: object, path: str) -> Rule | None:
         path=path,
     )
     return read if len(reader.problems) == before else None
+
+
+def _matchers(reader: _Reader, rule: dict[str, Any], action: Action, path: str) -> None:
+    """A rule has a matcher; onStartFailure stands alone and takes only FailJob."""
+    matchers = [k for k in ("onExitCodes", "onPodConditions", "onReasons") if k in rule]
+    if not matchers and "onStartFailure" not in rule and "onStall" not in rule:
+        reader.fail(
+            path,
+            "needs a matcher: onExitCodes, onPodConditions, onReasons, onStartFailure or onStall",
+        )
+    if "onStartFailure" in rule:
+        if matchers:
+            reader.fail(
+                f"{path}.onStartFailure",
+                f"judges pods that never started: it cannot be combined with {matchers[0]}",
+            )
+        if action is not Action.FAIL_JOB:
+            reader.fail(f"{path}.action", "must be FailJob with onStartFailure")
 
 
 def _on_stall(reader: _Reader, rule: dict[str, Any], action: Action, path: str) -> bool:

@@ -74,21 +74,25 @@ def clock(job: Job, plans: list[SlotPlan]) -> Clock | None:
     """The watchdog's clock, when the job has a progress deadline and every replica of the
     run is running; None otherwise."""
     seconds = job.spec.run_policy.progress_deadline_seconds
-    pods = [p.current for p in plans]
-    if seconds is None or not pods or not all(p is not None and p.active for p in pods):
+    running = _running(plans)
+    if seconds is None or running is None:
         return None
-    running = [p for p in pods if p is not None]
-    started = latest(*(p.started for p in running))
     seen = latest(*(p.noted.seen_at for p in _workers(plans)))
     newest = _newest(plans)
     report = newest[1].noted.report if newest is not None else None
-    since = latest(started, report.moment if report is not None else None)
+    since = latest(*(p.started for p in running), report.moment if report else None)
     if since is None:
         return None
-    if newest is None:
-        return Clock(since, seconds, None, None, seen)
-    slot_plan, pod = newest
-    return Clock(since, seconds, report, replica_words(slot_plan.slot, pod), seen)
+    who = replica_words(newest[0].slot, newest[1]) if newest is not None else None
+    return Clock(since, seconds, report, who, seen)
+
+
+def _running(plans: list[SlotPlan]) -> list[ObservedPod] | None:
+    """The run's current pods, if every slot has one and each is running."""
+    pods = [p.current for p in plans]
+    if not pods or not all(p is not None and p.active for p in pods):
+        return None
+    return [p for p in pods if p is not None]
 
 
 def _workers(plans: list[SlotPlan]) -> list[ObservedPod]:
