@@ -7,6 +7,7 @@ logs is proven on the real node (tests/realnode/test_progress.py)."""
 
 import json
 import subprocess
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
@@ -63,6 +64,14 @@ def test_a_note_reaches_the_status_and_a_look_past_the_deadline_restarts_the_job
     progress = wait_for("status.progress", shown, 30)
     assert progress["replicaType"] == "Worker" and progress["replicaIndex"] == 1, progress
     assert cluster.condition("e2e-progress")[0] == "Running"  # type: ignore[index]
+    # The clock runs from the newest report or the last start, whichever is later: here the
+    # start. Past it by the deadline, a look that saw nothing new stalls the job.
+    started = max(
+        datetime.fromisoformat(s["state"]["running"]["startedAt"].replace("Z", "+00:00"))
+        for p in cluster.pods("e2e-progress").values()
+        for s in p["status"]["containerStatuses"]
+    )
+    time.sleep(max(0.0, (started + timedelta(seconds=31) - datetime.now(UTC)).total_seconds()))
     looked = Noted(report=report, seen=stamp(datetime.now(UTC)))
     assert note(cluster, "e2e-progress-worker-1", looked).returncode == 0
     _, _, message = cluster.wait_condition("e2e-progress", "Restarting", timeout=30)
