@@ -23,7 +23,9 @@ MXJOB = Path(__file__).resolve().parents[2] / ".venv" / "bin" / "mxjob"
 FIT = ["python", "/workloads/fit.py"]
 #: The progress component's pass, as the install sets it (PROGRESS_INTERVAL_SECONDS).
 INTERVAL = 10
-DEADLINE = 30
+#: The progress deadline of these jobs: a dist_sync job's first Speedometer line must come
+#: within it of its last replica starting, which takes longer under the CI's load.
+DEADLINE = 45
 #: Four epochs of 40 batches of at least 0.25 s: about 10 s an epoch, a report every 2.5 s.
 EPOCHS = {"MXJOB_EPOCHS": "4", "BATCHES": "40", "FREQUENT": "10", "BATCH_SECONDS": "0.25"}
 
@@ -62,6 +64,13 @@ def test_progress_shows_in_kubectl_get_and_mxjob_describe(cluster: Node) -> None
     found = wait_for("a batch in the status", lambda: progress(cluster, "shown").get("batch"), 120)
     seen = datetime.now().astimezone()
     lag = (seen - min(first_report(cluster, f"shown-worker-{i}") for i in (0, 1))).total_seconds()
+    started = max(
+        datetime.fromisoformat(c["state"]["running"]["startedAt"].replace("Z", "+00:00"))
+        for p in cluster.pods("shown").values()
+        for c in p["status"]["containerStatuses"]
+        if "running" in c["state"]
+    )
+    first = min(first_report(cluster, f"shown-worker-{i}") for i in (0, 1))
     listed = cluster.kubectl("get", "mxjob", "shown", "-n", NAMESPACE).stdout.splitlines()
     head, row = listed[0].split(), listed[1].split()
     columns = dict(zip(head, row, strict=True))
@@ -73,7 +82,11 @@ def test_progress_shows_in_kubectl_get_and_mxjob_describe(cluster: Node) -> None
         capture_output=True, text=True, timeout=60, check=True,
     ).stdout  # fmt: skip
     assert "Progress:    epoch " in described and " samples/s" in described, described
-    print(f"\nfirst Speedometer line to status.progress: {lag:.1f}s (batch {found})")
+    print(
+        f"\nlast replica running to the first Speedometer line: "
+        f"{(first - started).total_seconds():.1f}s; that line to status.progress: {lag:.1f}s"
+        f" (batch {found})"
+    )
     assert lag <= 2 * INTERVAL + 10, f"status.progress came {lag:.1f}s after the first report"
     cluster.wait_condition("shown", "Succeeded", timeout=240)
     final = progress(cluster, "shown")  # MXJOB_EPOCHS 4: the percent done is shown
@@ -95,7 +108,7 @@ def _stalled(cluster: Node, job: str, pod: str) -> None:
         last = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
     finally:
         os.kill(pid, signal.SIGCONT)  # whatever happened, leave no stopped process behind
-    assert "no progress from any Worker for 30 s" in message, message
+    assert f"no progress from any Worker for {DEADLINE} s" in message, message
     took = (decided - last).total_seconds()
     print(f"\n{pod} stopped: restarted {took:.1f}s after the last report (deadline {DEADLINE}s)")
     assert took <= DEADLINE + 15, message
@@ -116,7 +129,14 @@ def test_a_stopped_worker_is_seen_and_the_job_restarted_whole(cluster: Node) -> 
 def test_a_stall_fails_the_job_under_an_onstall_rule(cluster: Node) -> None:
     rules = {"rules": [{"name": "hung", "action": "FailJob", "onStall": {}}]}
     cluster.apply(fit_job(cluster, "hung", failurePolicy=rules))
-    wait_for("a report", lambda: progress(cluster, "hung").get("batch") is not None, 180)
+
+    def reported() -> str | None:
+        if progress(cluster, "hung").get("batch") is not None:
+            return "reported"
+        found = cluster.condition("hung")
+        return f"ended first: {found}" if found and found[0] in ("Succeeded", "Failed") else None
+
+    assert wait_for("a report", reported, 180) == "reported"
     pid = cluster.pid("hung-server-0")
     os.kill(pid, signal.SIGSTOP)
     try:
