@@ -1,5 +1,5 @@
 # The hook image, and that of the components that run from it with another command (`python -m
-# ttl`, `python -m certs`, `python -m events`). Build: make image (docker, podman or buildah).
+# ttl`, `python -m certs`, `python -m events`, `python -m progress`). Build: make image (docker, podman or buildah).
 #
 # Pinned base: a Python 3.11 patch release on Debian 13 slim. For reproducible releases pin the
 # digest too (FROM python:3.11.14-slim-trixie@sha256:…), e.g. with Renovate.
@@ -26,10 +26,11 @@ COPY component/ component/
 COPY ttl/ ttl/
 COPY certs/ certs/
 COPY events/ events/
+COPY progress/ progress/
 # The conversion webhook checks what a stash brings in against the CRD's v1 schema.
 COPY manifests/crd/mxjobs.kubeflow.org.yaml manifests/crd/mxjobs.kubeflow.org.yaml
 # Bytecode is compiled now: at run time the root filesystem is read-only.
-RUN python -m compileall -q /opt/venv/lib hooks component ttl certs events
+RUN python -m compileall -q /opt/venv/lib hooks component ttl certs events progress
 ENV PATH=/opt/venv/bin:$PATH \
     PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \

@@ -2,7 +2,7 @@
 # Uses $(BIN) (the virtualenv's bin) and $(STAMP) (requirements installed) from the Makefile.
 # Both start gunicorn on 127.0.0.1 on a port the kernel picks, and stop it when done.
 
-.PHONY: bench bench-system bench-first-round load fuzz compare compare-node
+.PHONY: bench bench-system bench-progress bench-first-round load fuzz compare compare-node
 
 BENCH_ARGS ?=
 LOAD_ARGS ?=
@@ -28,6 +28,13 @@ BENCH_SYSTEM_ARGS ?=
 ## hook against Metacontroller and kube-apiserver, and the 304s of a quiet job (~5 min warm)
 bench-system: $(STAMP)
 	$(BIN)/python -m bench.system $(BENCH_SYSTEM_ARGS)
+
+BENCH_PROGRESS_ARGS ?=
+
+## bench-progress: the progress component with 200 running jobs on the KWOK tier (its fake kubelet
+## serving Workers' logs): its CPU, memory and API calls, and the API server's added CPU (~8 min)
+bench-progress: $(STAMP)
+	$(BIN)/python -m bench.progress $(BENCH_PROGRESS_ARGS)
 
 TRAINING_OPERATOR ?= v1.8.1
 COMPARE_ARGS ?=

@@ -24,11 +24,13 @@ from tests.builders import (
     T0,
     at,
     cluster_after,
+    created,
     disrupted,
     mxjob,
     oom_killed,
     pods_by_name,
     replica,
+    reporting,
     restarted_in_place,
     run,
     running,
@@ -1925,6 +1927,131 @@ def volcano_network_topology() -> Json:
     Volcano's label discovery names each HyperNode tier after its node label; the whole gang
     is placed in one domain of it."""
     return request(mxjob(run_policy=_topology()), controller=VOLCANO)
+
+
+# --- docs/run-policy.md#progressdeadlineseconds: progress and the stall watchdog -----------
+
+
+def _reporting(
+    run_policy: Json | None = None, epochs: str | None = None, **states: Callable[[Json], Json]
+) -> tuple[Json, list[Json]]:
+    """The SMALL job with every pod running since minute 1, its Workers' templates saying
+    MXJOB_EPOCHS when `epochs` is given, `states` applied to named pods, and the status
+    written when every pod ran (at minute 2, before any deadline)."""
+    env = [{"name": "MXJOB_EPOCHS", "value": epochs}] if epochs is not None else None
+    replicas = {**SMALL, "Worker": replica(2, env=env) if env else replica(2)}
+    job = mxjob(replicas=replicas, run_policy=run_policy)
+    children = all_pods(first_cluster(job), running)
+    status = run(request(job, children), T0 + timedelta(minutes=2)).status
+    children = with_states(children, **states)
+    return mxjob(replicas=replicas, run_policy=run_policy, status=status), children
+
+
+def _epoch_2(
+    minutes: float, batch: int | None = 140, seen: float | None = None
+) -> Callable[[Json], Json]:
+    """Running, its newest report epoch 2 (batch 140) at `minutes`, nothing moving `seen`."""
+    return lambda pod: reporting(running(pod), 2, batch, minutes, epoch_seconds=600.0, seen=seen)
+
+
+def _silent(seen: float) -> Callable[[Json], Json]:
+    """Running, no report yet, and the progress component saw none at `seen`."""
+    return lambda pod: reporting(running(pod), None, None, 0, seen=seen)
+
+
+#: A progress deadline of five minutes.
+DEADLINE = {"progressDeadlineSeconds": 300}
+
+
+@case
+def progress_in_the_status() -> Json:
+    """Both Workers report: the newest (Worker 1, epoch 2 batch 140) is the job's progress.
+
+    MXJOB_EPOCHS 5 gives 40 % (two epochs done) and a completion three epochs of 600 s after the
+    report.
+    Without a progress deadline nothing is judged and no resync is asked for."""
+    job, children = _reporting(
+        epochs="5", mnist_worker_0=_epoch_2(58, batch=120), mnist_worker_1=_epoch_2(59)
+    )
+    return request(job, children)
+
+
+@case
+def progress_deadline_ahead() -> Json:
+    """A report 2 minutes ago under a 300 s deadline: not stalled, resync in 180 s."""
+    job, children = _reporting(DEADLINE, mnist_worker_1=_epoch_2(58))
+    return request(job, children)
+
+
+@case
+def progress_stalled_restarts_the_whole_job() -> Json:
+    """No report for 10 minutes under a 300 s deadline, seen so: the whole job restarts, counted.
+
+    The progress component saw nothing new at minute 59 (after the deadline ran out at 55, the
+    last report at 50 plus 300 s): run record 1 comes first, dated 55; Restarting says which
+    Worker reported last and what; the restart is counted on Worker 0, toward backoffLimit."""
+    job, children = _reporting(DEADLINE, mnist_worker_1=_epoch_2(50, seen=59))
+    return request(job, children)
+
+
+@case
+def progress_unseen_is_not_stalled() -> Json:
+    """Past the deadline, but the progress component has not looked since: not stalled.
+
+    A component that stopped (or lags) leaves jobs unjudged, never restarts a healthy one; its
+    last look (minute 53) was before the deadline ran out (55)."""
+    job, children = _reporting(DEADLINE, mnist_worker_1=_epoch_2(50, seen=53))
+    return request(job, children)
+
+
+@case
+def progress_stalled_before_any_report() -> Json:
+    """Nothing reported since every replica ran (minute 1), seen so: stalled at 6, restarted."""
+    job, children = _reporting(DEADLINE, mnist_worker_0=_silent(7))
+    return request(job, children)
+
+
+@case
+def progress_stalled_fails_with_an_onstall_rule() -> Json:
+    """An onStall rule with FailJob: the stalled job fails, ProgressDeadlineExceeded.
+
+    The message names the stall and the rule; nothing is restarted."""
+    policy = {
+        **DEADLINE,
+        "failurePolicy": {"rules": [{"name": "hung", "action": "FailJob", "onStall": {}}]},
+    }
+    job, children = _reporting(policy, mnist_worker_1=_epoch_2(50, seen=56))
+    return request(job, children)
+
+
+@case
+def progress_not_judged_while_a_replica_waits() -> Json:
+    """A Worker not running yet: the watchdog waits, whatever the clock and the look say."""
+    job, children = _reporting(DEADLINE, mnist_worker_0=_silent(30))
+    children = [created(c) if c["metadata"]["name"] == "mnist-worker-1" else c for c in children]
+    return request(job, children)
+
+
+@case
+def progress_after_a_stall_restart() -> Json:
+    """The run after a stall restart reports epoch 0 again: no stall, the progress moves back.
+
+    Run 0 stalled (its last report, epoch 2 batch 140 at minute 50); run 1's pods run since
+    minute 57 and Worker 0 reported epoch 0 batch 20 at 59: the report is run 1's, so the
+    clock stands at 59 (due at 64) and the status shows epoch 0."""
+    job, children = _reporting(DEADLINE, mnist_worker_1=_epoch_2(50, seen=56))
+    decided = run(request(job, children))
+    record = [
+        c for c in cluster_after(decided, minutes=55) if "-mxjob-run-" in c["metadata"]["name"]
+    ]
+    job = mxjob(replicas=SMALL, run_policy=DEADLINE, status=status_after(job, record))
+    created_run = run(request(job, record))
+    run1 = all_pods(cluster_after(created_run, minutes=56), lambda p: running(p, minutes=57))
+    run1 = with_states(
+        run1, mnist_worker_0_r1=lambda p: reporting(p, 0, 20, 59, epoch_seconds=None)
+    )
+    job = mxjob(replicas=SMALL, run_policy=DEADLINE, status=created_run.status)
+    return request(job, run1)
 
 
 def write() -> None:

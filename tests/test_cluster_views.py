@@ -148,9 +148,9 @@ def test_get_sums_the_replicas_and_shows_the_latest_state() -> None:
     assert list(summary.by_type) == ["Scheduler", "Server", "Worker"]
     lines = view.job_table([summary], NOW, view.Paint(), None, namespaces=False)
     assert lines[0].split() == [
-        "NAME", "STATE", "ACTIVE", "SUCCEEDED", "FAILED", "RESTARTS", "AGE", "MESSAGE",
+        "NAME", "STATE", "ACTIVE", "SUCCEEDED", "FAILED", "RESTARTS", "PROGRESS", "AGE", "MESSAGE",
     ]  # fmt: skip
-    assert lines[1].split()[:7] == ["mnist", "Running", "4/4", "0", "0", "1", "60m"]
+    assert lines[1].split()[:8] == ["mnist", "Running", "4/4", "0", "0", "1", "-", "60m"]
     narrow = view.job_table([summary], NOW, view.Paint(), 70, namespaces=True)
     assert narrow[0].split() == [
         "NAMESPACE",
@@ -168,6 +168,25 @@ def test_get_sums_the_replicas_and_shows_the_latest_state() -> None:
         1,
         2,
     )
+
+
+def test_get_and_describe_show_the_progress_the_workers_reported() -> None:
+    job = job_after("progress-in-the-status")
+    summary = view.summarize(job)
+    assert summary.point() == "e2 b140 40%"
+    assert view.job_table([summary], NOW, view.Paint(), None, namespaces=False)[1].split()[6:8] == [
+        "e2",
+        "b140",
+    ]
+    text = "\n".join(view.describe(job, [], [], NOW, view.Paint(), None))
+    assert (
+        "Progress:    epoch 2 batch 140, 1834.51 samples/s, 40% (done about"
+        " 2026-03-01T13:29:00Z), reported 60s ago by Worker 1" in text
+    )
+    assert summary.as_json(NOW)["progress"]["samplesPerSecond"] == 1834.51
+    ended = {"epoch": 4, "lastReportTime": "bad", "replicaType": "Worker", "replicaIndex": 0}
+    assert view.progress_words(ended, NOW) == "epoch 4 ended, by Worker 0"
+    assert view.progress_words({}, NOW) == "-"
 
 
 def test_describe_tells_conditions_pods_in_order_and_the_last_failure() -> None:

@@ -63,6 +63,7 @@ POD_SECURITY = {
 COMPONENTS = {
     "ttl": "ttl-controller",
     "events": "events",
+    "progress": "progress",
     "conversion": "conversion",
 }
 
@@ -217,7 +218,12 @@ def test_the_packaged_chart_holds_the_crd_itself(helm: Path, tmp_path: Path) -> 
         [],
         ["gang=volcano"],
         ["gang=scheduler-plugins"],
-        ["ttl.enabled=false", "events.enabled=false", "conversion.enabled=false"],
+        [
+            "ttl.enabled=false",
+            "events.enabled=false",
+            "progress.enabled=false",
+            "conversion.enabled=false",
+        ],
     ],
     ids=["defaults", "volcano", "scheduler-plugins", "components-off"],
 )
@@ -256,8 +262,9 @@ def test_the_tests_kustomization_with_every_component_is_the_variant(
     [
         ("none", ["ttl"]),
         ("none", ["events"]),
+        ("none", ["progress"]),
         ("volcano", ["conversion"]),
-        ("scheduler-plugins", ["ttl", "events", "conversion"]),
+        ("scheduler-plugins", ["ttl", "events", "progress", "conversion"]),
     ],
 )
 def test_a_component_switched_off_renders_the_variant_without_it(
@@ -301,6 +308,7 @@ def test_values_reach_the_objects(render: Render) -> None:
         "logLevel=debug",
         "ttl.intervalSeconds=10",
         "events.intervalSeconds=2",
+        "progress.intervalSeconds=7",
         "conversion.replicas=1",
         "conversion.certs.intervalSeconds=30",
         "metacontroller.namespace=platform",
@@ -310,6 +318,7 @@ def test_values_reach_the_objects(render: Render) -> None:
         "mxjob-hook",
         "mxjob-ttl-controller",
         "mxjob-events",
+        "mxjob-progress",
         "mxjob-convert",
         "mxjob-certs",
     }
@@ -323,6 +332,7 @@ def test_values_reach_the_objects(render: Render) -> None:
     assert found["mxjob-hook"]["resources"]["limits"] == {"cpu": 4, "memory": "3Gi"}
     assert env_of(found["mxjob-ttl-controller"])["TTL_INTERVAL_SECONDS"] == "10"
     assert env_of(found["mxjob-events"])["EVENTS_INTERVAL_SECONDS"] == "2"
+    assert env_of(found["mxjob-progress"])["PROGRESS_INTERVAL_SECONDS"] == "7"
     assert env_of(found["mxjob-certs"])["CERTS_INTERVAL_SECONDS"] == "30"
     replicas = {
         o["metadata"]["name"]: o["spec"]["replicas"]

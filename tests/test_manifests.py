@@ -220,6 +220,28 @@ def test_events_component_may_watch_jobs_and_create_events_only(variant: str) ->
     assert (subject["name"], subject["namespace"]) == ("mxjob-events", HOOK_NAMESPACE)
 
 
+@pytest.mark.parametrize("variant", INSTALL_OVERLAYS)
+def test_progress_component_may_read_logs_and_patch_pods_only(variant: str) -> None:
+    """What progress/collector.py calls, nothing else; its patches are held to one annotation
+    by its ValidatingAdmissionPolicy (tests/e2e/test_progress.py)."""
+    objects = installed(variant)
+    assert one(objects, "ClusterRole", "mxjob-progress")["rules"] == [
+        {"apiGroups": ["kubeflow.org"], "resources": ["mxjobs"], "verbs": ["list"]},
+        {"apiGroups": [""], "resources": ["pods"], "verbs": ["list", "patch"]},
+        {"apiGroups": [""], "resources": ["pods/log"], "verbs": ["get"]},
+    ]
+    pod = one(objects, "Deployment", "mxjob-progress")["spec"]["template"]["spec"]
+    assert pod["serviceAccountName"] == "mxjob-progress"
+    assert pod["containers"][0]["command"] == ["python", "-m", "progress"]
+    (subject,) = one(objects, "ClusterRoleBinding", "mxjob-progress")["subjects"]
+    assert (subject["name"], subject["namespace"]) == ("mxjob-progress", HOOK_NAMESPACE)
+    policy = one(objects, "ValidatingAdmissionPolicy", "mxjob-progress")["spec"]
+    (condition,) = policy["matchConditions"]
+    assert condition["expression"].endswith(
+        f'"system:serviceaccount:{HOOK_NAMESPACE}:mxjob-progress"'
+    )
+
+
 def test_kube_state_metrics_component_ships_its_config_and_read_rights(tmp_path: Path) -> None:
     """manifests/components/kube-state-metrics, added to an overlay: the configuration file as
     a ConfigMap beside kube-state-metrics, and list/watch on MXJobs and CRDs for its account."""
@@ -515,10 +537,13 @@ def resolve(schema: dict[str, Any], json_path: str) -> dict[str, Any] | None:
 
 def test_printer_columns_read_existing_fields() -> None:
     columns = mxjob_version("v1")["additionalPrinterColumns"]
-    assert [c["name"] for c in columns[:2]] == ["State", "Age"]
+    # `kubectl get mxjobs`: the state, the age, and how far the Workers got
+    # (docs/status.md#progress); the rest with `-o wide`.
+    assert [c["name"] for c in columns[:5]] == ["State", "Age", "Epoch", "Batch", "Speed"]
     assert columns[0]["jsonPath"] == ".status.conditions[-1:].type"
-    assert all(c.get("priority", 0) == 1 for c in columns[2:])
-    kinds = {"string": "string", "integer": "integer", "date": "string"}
+    assert all(c.get("priority", 0) == 0 for c in columns[:5])
+    assert all(c.get("priority", 0) == 1 for c in columns[5:])
+    kinds = {"string": "string", "integer": "integer", "number": "number", "date": "string"}
     for version in ("v1", *OLD_VERSIONS):
         for column in mxjob_version(version)["additionalPrinterColumns"]:
             node = resolve(mxjob_schema(version), column["jsonPath"])

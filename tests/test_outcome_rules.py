@@ -109,6 +109,7 @@ def test_every_rule_is_named_for_what_it_finds() -> None:
         "_could_not_start",
         "_backoff_exceeded",
         "_deadline_exceeded",
+        "_stalled",
         "_out_of_attempt_names",
         "_restarting_whole_job",
         "_restarting_replicas",

@@ -24,6 +24,7 @@ from tests.builders import (
     created,
     mxjob,
     replica,
+    reporting,
     request,
     restarted_in_place,
     run,
@@ -69,6 +70,12 @@ def jobs(draw: st.DrawFn, *, with_deadline: bool = True) -> dict[str, Any]:
         run_policy["activeDeadlineSeconds"] = draw(st.integers(60, 7200))
     alone = worker if mode is JobMode.TRAIN else server
     rules = draw(st.lists(failure_rules(alone.value), max_size=3))
+    if with_deadline and draw(st.booleans()):  # the stall watchdog compares with the clock too
+        run_policy["progressDeadlineSeconds"] = draw(st.integers(30, 3600))
+        if draw(st.booleans()):
+            rules.append(
+                {"action": draw(st.sampled_from(["FailJob", "RestartJob"])), "onStall": {}}
+            )
     if rules:
         named = [{**rule, "name": f"rule-{i}"} if i % 2 else rule for i, rule in enumerate(rules)]
         run_policy["failurePolicy"] = {"rules": named}
@@ -117,7 +124,13 @@ def pod_state(draw: st.DrawFn, pod: dict[str, Any]) -> dict[str, Any] | None:
     if kind == "running":
         if draw(st.integers(0, 4)) == 0:  # restarted in place after a failure with its words
             return restarted_in_place(pod, 1, draw(MESSAGES), minutes=draw(st.integers(1, 30)))
-        return running(pod, minutes=draw(st.integers(1, 30)), restarts=draw(st.integers(0, 2)))
+        started = running(pod, minutes=draw(st.integers(1, 30)), restarts=draw(st.integers(0, 2)))
+        if draw(st.integers(0, 2)) == 0:  # its progress noted (read of Workers' pods only)
+            epoch = draw(st.none() | st.integers(0, 5))
+            batch = draw(st.none() | st.integers(0, 500))
+            seen = draw(st.none() | st.integers(1, 59))
+            return reporting(started, epoch, batch, draw(st.integers(1, 59)), seen=seen)
+        return started
     if kind == "finished":
         code = draw(st.sampled_from(EXIT_CODES))
         ended = terminated(pod, code, minutes=draw(st.integers(2, 50)))
@@ -278,3 +291,48 @@ def test_running_pods_of_an_active_job_are_never_deleted(body: dict[str, Any]) -
 def test_status_is_json_and_never_holds_the_clock(body: dict[str, Any]) -> None:
     text = json.dumps(run(body).status)
     assert NOW.strftime("%Y-%m-%dT%H:%M") not in text
+
+
+@PROFILE
+@given(
+    st.integers(2, 58),
+    st.integers(30, 3600),
+    st.integers(0, 60),
+    st.integers(1, 59),
+)
+def test_a_newer_report_clears_the_clock(
+    reported: int, deadline: int, seen: int, newer: int
+) -> None:
+    """A Worker's report newer than the deadline allows (`newer` minutes) leaves the job
+    running, whatever the older report and the look said; without it the job is stalled only
+    past the deadline counted from the older report, and only once the look came after it, and
+    then dated by the deadline, not by the clock."""
+    policy = {"progressDeadlineSeconds": deadline}
+    job = mxjob(replicas=SMALL, run_policy=policy)
+    children = [running(c) if c["kind"] == "Pod" else c for c in cluster_after(run(request(job)))]
+    late = [
+        reporting(c, 1, 10, reported, seen=seen) if c["metadata"]["name"] == "mnist-worker-0" else c
+        for c in children
+    ]
+    due = T0 + timedelta(minutes=reported, seconds=deadline)
+    stalled = _stall_moment(run(request(job, late)))
+    assert stalled == (
+        f"{due:%Y-%m-%dT%H:%M:%SZ}" if due <= NOW and T0 + timedelta(minutes=seen) >= due else None
+    )
+    if reported < newer and T0 + timedelta(minutes=newer, seconds=deadline) > NOW:
+        moved = [
+            reporting(c, 2, 0, newer) if c["metadata"]["name"] == "mnist-worker-1" else c
+            for c in late
+        ]
+        assert _stall_moment(run(request(job, moved))) is None
+
+
+SMALL = {"Scheduler": replica(1), "Server": replica(1), "Worker": replica(2)}
+
+
+def _stall_moment(response: Any) -> str | None:
+    """When the answer says the job stalled (its condition's moment), if it does."""
+    for condition in response.status["conditions"]:
+        if condition["status"] == "True" and "no progress from any Worker" in condition["message"]:
+            return str(condition["lastUpdateTime"])
+    return None

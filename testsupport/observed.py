@@ -5,9 +5,10 @@ the fuzz campaign follow real lifecycles."""
 import copy
 from typing import Any
 
-from hooks.core.api import LABEL_JOB_NAME
+from hooks.core.api import ANNOTATION_PROGRESS, LABEL_JOB_NAME
 from hooks.core.children import Pod, decode_child
 from hooks.core.observed import ObservedPod, read_pod
+from hooks.core.progress import Noted, Report, encode_noted
 from hooks.core.sync import SyncResponse
 from testsupport.jobs import UID, at
 
@@ -58,6 +59,29 @@ def running(pod: dict[str, Any], minutes: float = 1, restarts: int = 0) -> dict[
             _container_status("mxnet", {"running": {"startedAt": at(minutes)}}, restarts)
         ],
     }
+    return obj
+
+
+def reporting(
+    pod: dict[str, Any],
+    epoch: int | None,
+    batch: int | None,
+    minutes: float,
+    speed: float | None = 1834.51,
+    epoch_seconds: float | None = None,
+    seen: float | None = None,
+) -> dict[str, Any]:
+    """A pod whose newest progress report (epoch, batch or None at an epoch's end; no report
+    when `epoch` is None) the kubelet received `minutes` after T0, and on which the progress
+    component saw nothing move at `seen`, as that component keeps them on the pod."""
+    obj = copy.deepcopy(pod)
+    report = None
+    if epoch is not None:
+        report = Report(
+            epoch=epoch, batch=batch, speed=speed, epoch_seconds=epoch_seconds, time=at(minutes)
+        )
+    noted = Noted(report=report, seen=at(seen) if seen is not None else None)
+    obj["metadata"].setdefault("annotations", {})[ANNOTATION_PROGRESS] = encode_noted(noted)
     return obj
 
 

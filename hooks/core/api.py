@@ -130,6 +130,7 @@ class Reason(StrEnum):
     INVALID_SPEC = "MXJobInvalidSpec"
     BACKOFF_LIMIT = "BackoffLimitExceeded"
     DEADLINE = "DeadlineExceeded"
+    STALLED = "ProgressDeadlineExceeded"
 
 
 TERMINAL = (ConditionType.SUCCEEDED, ConditionType.FAILED)
@@ -150,6 +151,12 @@ ANNOTATION_RESTARTS = "mxjob.kubeflow.org/restarts-before"
 ANNOTATION_RUN = "mxjob.kubeflow.org/run"
 #: The attempt of its replica a pod is: 0 at first, N for `-rN` (docs/restarts.md).
 ANNOTATION_ATTEMPT = "mxjob.kubeflow.org/attempt"
+
+#: A Worker's newest progress report, written by the progress component (hooks/core/progress.py).
+ANNOTATION_PROGRESS = "mxjob.kubeflow.org/progress"
+#: The env var of a Worker's mxnet container that says how many epochs the job trains: the
+#: status then shows a percentage and an estimated completion (docs/status.md#progress).
+EPOCHS_ENV = "MXJOB_EPOCHS"
 
 #: `runPolicy.managedBy` values that mean this controller (training-operator's reserved name, so
 #: MXJob files written for it keep working); any other value hands the job to that controller.

@@ -97,14 +97,16 @@ class Rule:
     on_reasons: frozenset[str] | None = None
     #: A pod that cannot start for this long (the rule then judges only such pods).
     on_start_failure: OnStartFailure | None = None
+    #: The rule judges a stalled job, no failed pod (docs/run-policy.md#progressdeadlineseconds).
+    on_stall: bool = False
     #: Where the rule was written (`spec.runPolicy.failurePolicy.rules[1]`), for problems.
     path: str = field(default="", compare=False)
 
     def matches(self, rtype: ReplicaType, pod: ObservedPod) -> bool:
         if self.replica_types is not None and rtype not in self.replica_types:
             return False
-        if self.on_start_failure is not None:
-            return False  # judges pods that never started: see `start_deadline`
+        if self.on_start_failure is not None or self.on_stall:
+            return False  # judges pods that never started, or a stall: not a failed pod
         if self.on_exit_codes is not None and not self.on_exit_codes.matches(pod):
             return False
         if self.on_pod_conditions is not None and not self.on_pod_conditions & pod.conditions:
@@ -170,6 +172,15 @@ def start_deadline(
         if moment is not None:
             return rule_words(rule, index), moment
     return None
+
+
+def stall_verdict(rules: tuple[Rule, ...]) -> Verdict:
+    """What a stalled job gets: the first onStall rule's action, else a whole-job restart
+    (counted toward backoffLimit, as any RestartJob)."""
+    for index, rule in enumerate(rules):
+        if rule.on_stall:
+            return Verdict(rule.action, rule_words(rule, index))
+    return Verdict(Action.RESTART_JOB)
 
 
 def rule_words(rule: Rule, index: int) -> str:

@@ -12,6 +12,7 @@ import msgspec
 
 from hooks.core.api import (
     ANNOTATION_ATTEMPT,
+    ANNOTATION_PROGRESS,
     ANNOTATION_RESTARTS,
     ANNOTATION_RUN,
     DISRUPTION,
@@ -31,6 +32,7 @@ from hooks.core.children import (
     pod_spec,
 )
 from hooks.core.naming import Slot, parse_pod_name
+from hooks.core.progress import NOTHING, Noted, read_noted
 from hooks.core.quoting import clean
 from hooks.core.timestamps import latest, moment
 
@@ -132,6 +134,9 @@ class ObservedPod(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     ended: Ended | None = None
     #: How it ended before the kubelet last restarted it in place (`lastState`).
     ended_before: Ended | None = None
+    #: Its newest progress report and when the progress component last saw nothing move
+    #: (hooks/core/progress.py), as that component keeps them on the pod.
+    noted: Noted = NOTHING
 
     @property
     def active(self) -> bool:
@@ -229,6 +234,7 @@ def read_pod(job: str, pod: Pod, *, placement: bool = True) -> ObservedPod | Non
         gates=gates,
         ended=_ended(terminated),
         ended_before=_ended(mxnet.last_state.terminated),
+        noted=read_noted(metadata.annotation(ANNOTATION_PROGRESS)),
     )
 
 

@@ -16,6 +16,7 @@ from hooks.core.failure_policy import Action, start_deadline
 from hooks.core.job import Job
 from hooks.core.naming import MAX_ATTEMPT
 from hooks.core.observed import ObservedPod, PodPhase
+from hooks.core.restart import stall
 from hooks.core.restart.runs import RunPlan
 from hooks.core.restart.slots import SlotPlan, describe_exit, replica_words
 from hooks.core.timestamps import format_time, latest
@@ -128,6 +129,16 @@ def _deadline_exceeded(facts: _Facts) -> Outcome | None:
     return _failed(facts, Reason.DEADLINE, why, deadline)
 
 
+def _stalled(facts: _Facts) -> Outcome | None:
+    """The run made no progress for progressDeadlineSeconds and an onStall rule says FailJob
+    (a restart is planned with the run: hooks/core/restart/runs.py)."""
+    found = stall.judge(facts.job, facts.plans, facts.now)
+    if found is None or found.verdict.action is not Action.FAIL_JOB:
+        return None
+    why = f"{found.clock.words()}, which {found.verdict.by()} does not retry."
+    return _failed(facts, Reason.STALLED, why, found.moment)
+
+
 def _out_of_attempt_names(facts: _Facts) -> Outcome | None:
     """A whole-job restart would need an attempt past the last name `-r<N>` allows."""
     restart = facts.run.restart
@@ -197,6 +208,7 @@ RULES: tuple[Callable[[_Facts], Outcome | None], ...] = (
     _could_not_start,
     _backoff_exceeded,
     _deadline_exceeded,
+    _stalled,
     _out_of_attempt_names,
     _restarting_whole_job,
     _restarting_replicas,

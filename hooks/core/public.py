@@ -1,11 +1,12 @@
 """What code outside the hook may use of the core: the API's names and labels, safe reads of
-plain JSON, timestamps, pod names, the spec reader and the cleaner of text from the cluster.
-The components (`ttl`, `events`, `certs`, `component`) and the `mxjob` cluster commands
-(`hooks/jobs`) import this module and nothing else of `hooks.core` (a lint-imports contract),
-so the core's rooms can move freely."""
+plain JSON, timestamps, pod names, the spec reader, the cleaner of text from the cluster and
+the progress reports' reader and writer. The components (`ttl`, `events`, `certs`, `progress`,
+`component`) and the `mxjob` cluster commands (`hooks/jobs`) import this module and nothing
+else of `hooks.core` (a lint-imports contract), so the core's rooms can move freely."""
 
 from hooks.core.api import (
     ALL_TYPES,
+    ANNOTATION_PROGRESS,
     GROUP,
     KIND,
     LABEL_JOB_NAME,
@@ -20,12 +21,14 @@ from hooks.core.api import (
 )
 from hooks.core.fields import dig, dig_dict, dig_list
 from hooks.core.naming import parse_pod_name
+from hooks.core.progress import Noted, Report, encode_noted, parse_lines, read_noted
 from hooks.core.quoting import clean, unsafe
 from hooks.core.spec import JobSpec, load
-from hooks.core.timestamps import earliest, format_time, parse_time
+from hooks.core.timestamps import earliest, format_time, latest, parse_time
 
 __all__ = [
     "ALL_TYPES",
+    "ANNOTATION_PROGRESS",
     "GROUP",
     "KIND",
     "LABEL_JOB_NAME",
@@ -36,16 +39,22 @@ __all__ = [
     "VERSION",
     "JobMode",
     "JobSpec",
+    "Noted",
     "Reason",
     "ReplicaType",
+    "Report",
     "clean",
     "dig",
     "dig_dict",
     "dig_list",
     "earliest",
+    "encode_noted",
     "format_time",
+    "latest",
     "load",
+    "parse_lines",
     "parse_pod_name",
     "parse_time",
+    "read_noted",
     "unsafe",
 ]

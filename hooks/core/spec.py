@@ -13,6 +13,7 @@ from hooks.core import quantity
 from hooks.core.api import (
     DEFAULT_PORT,
     DEFAULT_PORT_NAME,
+    EPOCHS_ENV,
     MXNET_CONTAINER,
     TYPE_BY_FOLDED_NAME,
     WAIT_CONTAINER,
@@ -51,6 +52,8 @@ LABEL_KEY = re.compile(
 MAX_RULES = 20
 MAX_PATTERNS = 20
 MAX_EXIT_CODES = 255
+#: The most epochs `MXJOB_EPOCHS` may say (docs/status.md#progress).
+MAX_EPOCHS = 1_000_000
 #: Longest wait onStartFailure takes: a day.
 MAX_START_WAIT = 86400
 #: Pod condition statuses a rule may name; absent means "True".
@@ -65,7 +68,11 @@ RUN_POLICY_FIELDS = (
     "suspend",
     "schedulingPolicy",
     "failurePolicy",
+    "progressDeadlineSeconds",
 )
+#: Shortest progressDeadlineSeconds: the progress component reads logs every 10 s by default,
+#: and a deadline must span a few of its passes and of the script's reports.
+MIN_PROGRESS_DEADLINE = 30
 
 
 @dataclass(frozen=True)
@@ -116,6 +123,8 @@ class RunPolicy:
     scheduling: SchedulingPolicy = field(default_factory=SchedulingPolicy)
     #: `failurePolicy.rules`, in order (docs/restarts.md#failure-policy).
     failure_rules: tuple[Rule, ...] = ()
+    #: How long a running job may go without progress before it is stalled (docs/run-policy.md).
+    progress_deadline_seconds: int | None = None
 
 
 @dataclass(frozen=True)
@@ -155,6 +164,26 @@ class JobSpec:
     def total_replicas(self) -> int:
         """All replicas of the job."""
         return sum(r.replicas for r in self.replicas.values())
+
+    @property
+    def epochs(self) -> int | None:
+        """How many epochs the job trains, as its Workers' `MXJOB_EPOCHS` says (a literal
+        whole number up to MAX_EPOCHS; anything else says nothing: the variable is the
+        script's, only shown here, docs/status.md#progress)."""
+        worker = self.replicas.get(ReplicaType.WORKER)
+        env = mxnet_container(worker.template).get("env") if worker else None
+        for item in env if isinstance(env, list) else []:
+            if isinstance(item, dict) and item.get("name") == EPOCHS_ENV:
+                value = item.get("value")
+                if (
+                    isinstance(value, str)
+                    and value.isascii()
+                    and value.isdigit()
+                    and len(value) < 8
+                ):
+                    return int(value) if 0 < int(value) <= MAX_EPOCHS else None
+                return None
+        return None
 
 
 def mxnet_container(template: dict[str, Any]) -> dict[str, Any]:
@@ -284,6 +313,9 @@ def _run_policy(reader: _Reader, spec: dict[str, Any]) -> RunPolicy:
         suspend=suspend_value is True,
         scheduling=_scheduling(reader, *value("schedulingPolicy")),
         failure_rules=_failure_policy(reader, *value("failurePolicy")),
+        progress_deadline_seconds=reader.integer(
+            *value("progressDeadlineSeconds"), MIN_PROGRESS_DEADLINE
+        ),
     )
 
 
@@ -361,19 +393,8 @@ def _rule(reader: _Reader, raw: object, path: str) -> Rule | None:
     if rule.get("action") is None:
         reader.fail(f"{path}.action", f"is required: one of {', '.join(Action)}")
     action = reader.choice(rule.get("action"), f"{path}.action", Action, Action.COUNT)
-    matchers = [k for k in ("onExitCodes", "onPodConditions", "onReasons") if k in rule]
-    if not matchers and "onStartFailure" not in rule:
-        reader.fail(
-            path, "needs a matcher: onExitCodes, onPodConditions, onReasons or onStartFailure"
-        )
-    if "onStartFailure" in rule:
-        if matchers:
-            reader.fail(
-                f"{path}.onStartFailure",
-                f"judges pods that never started: it cannot be combined with {matchers[0]}",
-            )
-        if action is not Action.FAIL_JOB:
-            reader.fail(f"{path}.action", "must be FailJob with onStartFailure")
+    _matchers(reader, rule, action, path)
+    on_stall = _on_stall(reader, rule, action, path)
     read = Rule(
         action,
         name=name,
@@ -386,9 +407,50 @@ def _rule(reader: _Reader, raw: object, path: str) -> Rule | None:
         on_start_failure=_on_start_failure(
             reader, rule.get("onStartFailure"), f"{path}.onStartFailure"
         ),
+        on_stall=on_stall,
         path=path,
     )
     return read if len(reader.problems) == before else None
+
+
+def _matchers(reader: _Reader, rule: dict[str, Any], action: Action, path: str) -> None:
+    """A rule has a matcher; onStartFailure stands alone and takes only FailJob."""
+    matchers = [k for k in ("onExitCodes", "onPodConditions", "onReasons") if k in rule]
+    if not matchers and "onStartFailure" not in rule and "onStall" not in rule:
+        reader.fail(
+            path,
+            "needs a matcher: onExitCodes, onPodConditions, onReasons, onStartFailure or onStall",
+        )
+    if "onStartFailure" in rule:
+        if matchers:
+            reader.fail(
+                f"{path}.onStartFailure",
+                f"judges pods that never started: it cannot be combined with {matchers[0]}",
+            )
+        if action is not Action.FAIL_JOB:
+            reader.fail(f"{path}.action", "must be FailJob with onStartFailure")
+
+
+def _on_stall(reader: _Reader, rule: dict[str, Any], action: Action, path: str) -> bool:
+    """`onStall: {}`: the rule judges a stalled job (docs/run-policy.md#progressdeadlineseconds),
+    alone, with FailJob or RestartJob (what it does with the whole job)."""
+    if "onStall" not in rule:
+        return False
+    value = rule["onStall"]
+    if not isinstance(value, dict) or value:
+        reader.fail(f"{path}.onStall", "must be an empty object: {}")
+    others = [
+        k
+        for k in ("onExitCodes", "onPodConditions", "onReasons", "onStartFailure", "replicaTypes")
+        if k in rule
+    ]
+    if others:
+        reader.fail(
+            f"{path}.onStall", f"judges the whole job: it cannot be combined with {others[0]}"
+        )
+    if action not in (Action.FAIL_JOB, Action.RESTART_JOB):
+        reader.fail(f"{path}.action", "must be FailJob or RestartJob with onStall")
+    return True
 
 
 def _on_start_failure(reader: _Reader, value: object, path: str) -> OnStartFailure | None:

@@ -4,7 +4,8 @@ A pure function of the request: conditions are carried from the previous status 
 only by observed events, so a quiet job gets a byte-identical status and Metacontroller rests.
 """
 
-from datetime import datetime
+import contextlib
+from datetime import datetime, timedelta
 from typing import Any, Required, TypedDict, cast
 
 from hooks.core import conditions as cond
@@ -16,6 +17,7 @@ from hooks.core.naming import Slot
 from hooks.core.observed import FINISHED_PHASES, ObservedPod, PodPhase
 from hooks.core.outcome import Outcome
 from hooks.core.previous import PreviousStatus
+from hooks.core.progress import Report
 from hooks.core.restart.slots import SlotPlan
 from hooks.core.timestamps import earliest, format_time, latest
 
@@ -30,6 +32,20 @@ class ReplicaStatus(TypedDict):
     selector: str
 
 
+class Progress(TypedDict, total=False):
+    """`status.progress` (docs/status.md#progress): the newest report of a Worker."""
+
+    epoch: Required[int]
+    batch: int
+    samplesPerSecond: float
+    epochSeconds: float
+    replicaType: Required[str]
+    replicaIndex: Required[int]
+    lastReportTime: Required[str]
+    percent: int
+    estimatedCompletionTime: str
+
+
 class JobStatus(TypedDict, total=False):
     """The MXJob status the hook writes (docs/status.md)."""
 
@@ -38,6 +54,7 @@ class JobStatus(TypedDict, total=False):
     startTime: str
     completionTime: str
     lastFailure: LastFailure
+    progress: Progress
 
 
 def _stamp(moment: datetime | None) -> str | None:
@@ -90,12 +107,88 @@ def _replica_status(
     }
 
 
+def progress(job: Job, plans: list[SlotPlan], previous: PreviousStatus) -> Progress | None:
+    """The newest report of a Worker of the run, with its percentage and estimated completion
+    when the job says how many epochs it trains; until the run reports, the one the previous
+    status showed (a restarted run still shows how far the job got)."""
+    reported = [
+        (p.current.noted.report, p.slot)
+        for p in plans
+        if p.slot.rtype is ReplicaType.WORKER and p.current and p.current.noted.report
+    ]
+    if not reported:
+        return carried_progress(previous)
+    report, slot = max(reported, key=lambda found: found[0].time)
+    shown: dict[str, Any] = {"epoch": report.epoch}
+    if report.batch is not None:
+        shown["batch"] = report.batch
+    if report.speed is not None:
+        shown["samplesPerSecond"] = report.speed
+    if report.epoch_seconds is not None:
+        shown["epochSeconds"] = report.epoch_seconds
+    where = {"lastReportTime": report.time, "replicaType": slot.rtype.value}
+    return cast(
+        Progress, shown | _forecast(report, job.spec.epochs) | where | {"replicaIndex": slot.index}
+    )
+
+
+def _forecast(report: Report, epochs: int | None) -> dict[str, Any]:
+    """Percent done and, once an epoch's duration is known, the estimated completion: the
+    report's moment plus the epochs left at that duration (the current epoch counted whole)."""
+    if epochs is None:
+        return {}
+    done = min(report.epochs_done, epochs)
+    found: dict[str, Any] = {"percent": done * 100 // epochs}
+    when = report.moment
+    if report.epoch_seconds is not None and when is not None:
+        with contextlib.suppress(OverflowError):  # beyond year 9999: no estimate
+            left = timedelta(seconds=(epochs - done) * report.epoch_seconds)
+            found["estimatedCompletionTime"] = format_time(when + left)
+    return found
+
+
+#: The fields of `status.progress` and their types, as `carried_progress` reads them back.
+_PROGRESS_FIELDS: dict[str, type | tuple[type, ...]] = {
+    "epoch": int,
+    "batch": int,
+    "samplesPerSecond": (int, float),
+    "epochSeconds": (int, float),
+    "replicaType": str,
+    "replicaIndex": int,
+    "lastReportTime": str,
+    "percent": int,
+    "estimatedCompletionTime": str,
+}
+_REQUIRED_PROGRESS = ("epoch", "replicaType", "replicaIndex", "lastReportTime")
+
+
+def carried_progress(previous: PreviousStatus) -> Progress | None:
+    """The previous status's progress, its known fields of the right types (a string of at
+    most 64 characters) only; None when a required one is missing. Nobody but the hook should
+    write the status, so a stray write is trimmed, never trusted."""
+    written = previous.written.get("progress")
+    if not isinstance(written, dict):
+        return None
+    kept = {
+        key: value
+        for key, value in written.items()
+        if key in _PROGRESS_FIELDS
+        and isinstance(value, _PROGRESS_FIELDS[key])
+        and not isinstance(value, bool)
+        and not (isinstance(value, str) and len(value) > 64)
+    }
+    if any(key not in kept for key in _REQUIRED_PROGRESS):
+        return None
+    return cast(Progress, kept)
+
+
 def _assemble(
     conditions: list[cond.Condition],
     replicas: dict[str, ReplicaStatus],
     start: str | None,
     completion: str | None,
     last: LastFailure | None,
+    shown: Progress | None = None,
 ) -> JobStatus:
     status: JobStatus = {"conditions": conditions, "replicaStatuses": replicas}
     if start is not None:
@@ -104,6 +197,8 @@ def _assemble(
         status["completionTime"] = completion
     if last is not None:
         status["lastFailure"] = last
+    if shown is not None:
+        status["progress"] = shown
     return status
 
 
@@ -161,6 +256,7 @@ def active_status(
         _stamp(start),
         _stamp(outcome.time) if outcome.finished else None,
         last,
+        progress(job, plans, previous),
     )
 
 
@@ -192,6 +288,7 @@ def suspended_status(job: Job, previous: PreviousStatus) -> JobStatus:
         _stamp(previous.start),
         None,
         carried_failure(job.name, previous),
+        carried_progress(previous),
     )
 
 
@@ -259,6 +356,7 @@ def _kept(
         _stamp(previous.start),
         completion,
         carried_failure(name, previous),
+        carried_progress(previous),
     )
 
 

@@ -6,7 +6,8 @@ docs/run-policy.md).
 
 `now` is a parameter; it is read only to compare with moments the children and the spec give:
 the activeDeadlineSeconds, when a pod is lost with its node, when an onStartFailure wait runs
-out, and when a run's wait before an edit restarts it ends. The status never holds it.
+out, when a run's wait before an edit restarts it ends, and when a run's progress deadline runs
+out. The status never holds it.
 """
 
 import math
@@ -30,7 +31,7 @@ from hooks.core.observed import ObservedPod, lost_at
 from hooks.core.outcome import deadline_at, decide
 from hooks.core.previous import PreviousStatus
 from hooks.core.request import CONFIG_MAP, POD, SERVICE, SyncRequest
-from hooks.core.restart import resize, runs
+from hooks.core.restart import resize, runs, stall
 from hooks.core.restart.slots import SlotPlan
 from hooks.core.spec import Problem, load
 from hooks.core.status import JobStatus
@@ -305,10 +306,13 @@ def _resync(
 ) -> float | None:
     """Seconds until the next moment this job's answer changes with the clock alone: its
     deadline, a terminating pod counting as lost, a pod that cannot start failing the job, the
-    end of a run's wait before an edit restarts it."""
+    end of a run's wait before an edit restarts it, its progress deadline (so a silent job is
+    judged though nothing it does calls the hook)."""
     rules = job.spec.run_policy.failure_rules
     waits = (start_deadline(rules, p.slot.rtype, p) for p in _current(plan))
+    watched = stall.clock(job, plan.plans)
     moments = [
+        watched.due if watched is not None else None,
         deadline_at(job, start),
         *(lost_at(p) for attempts in pods.values() for p in attempts),
         *(found[1] for found in waits if found is not None),

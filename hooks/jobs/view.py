@@ -184,6 +184,8 @@ class Summary:
     started: datetime | None
     completed: datetime | None
     by_type: dict[str, Counts] = field(default_factory=dict)
+    #: `status.progress` as the hook wrote it (docs/status.md#progress); {} before a report.
+    progress: dict[str, Any] = field(default_factory=dict)
 
     @property
     def total(self) -> Counts:
@@ -205,7 +207,17 @@ class Summary:
             "ageSeconds": int((now - self.created).total_seconds()) if self.created else None,
             "replicas": {t: vars(c) for t, c in self.by_type.items()},
             **{k: v for k, v in vars(total).items() if k != "desired"},
+            "progress": self.progress or None,
         }
+
+    def point(self) -> str:
+        """`e2 b140 40%`: the epoch and batch reached, and the percent done when known."""
+        found = self.progress
+        if not isinstance(found.get("epoch"), int):
+            return NONE
+        batch = f" b{found['batch']}" if isinstance(found.get("batch"), int) else " end"
+        percent = f" {found['percent']}%" if isinstance(found.get("percent"), int) else ""
+        return f"e{found['epoch']}{batch}{percent}"
 
 
 def _stamp(moment: datetime | None) -> str | None:
@@ -248,6 +260,7 @@ def summarize(job: object) -> Summary:
         started=parse_time(dig(job, "status", "startTime")),
         completed=parse_time(dig(job, "status", "completionTime")),
         by_type=by_type,
+        progress=dig_dict(job, "status", "progress"),
     )
 
 
@@ -258,9 +271,12 @@ def _int(value: object) -> int:
 def job_table(
     jobs: list[Summary], now: datetime, paint: Paint, width: int | None, *, namespaces: bool
 ) -> list[str]:
-    """`mxjob get`: a row per job (ACTIVE as active/wanted), the message last, cut to the
-    terminal's width; on a narrow terminal SUCCEEDED, then the message, then RESTARTS go."""
-    headers = ["NAME", "STATE", "ACTIVE", "SUCCEEDED", "FAILED", "RESTARTS", "AGE", "MESSAGE"]
+    """`mxjob get`: a row per job (ACTIVE as active/wanted, PROGRESS as epoch, batch and
+    percent), the message last, cut to the terminal's width; on a narrow terminal SUCCEEDED,
+    then the message, then PROGRESS, then RESTARTS go."""
+    headers = [
+        "NAME", "STATE", "ACTIVE", "SUCCEEDED", "FAILED", "RESTARTS", "PROGRESS", "AGE", "MESSAGE",
+    ]  # fmt: skip
     rows: list[list[str | Cell]] = []
     for job in jobs:
         total = job.total
@@ -273,6 +289,7 @@ def job_table(
                 str(total.succeeded),
                 Cell(str(total.failed), "red" if total.failed else ""),
                 Cell(str(total.restarts), "yellow" if total.restarts else ""),
+                job.point(),
                 age(job.created, now),
                 safe(job.message),
             ]
@@ -282,7 +299,7 @@ def job_table(
         rows,
         paint,
         width,
-        drop=("SUCCEEDED", "MESSAGE", "RESTARTS"),
+        drop=("SUCCEEDED", "MESSAGE", "PROGRESS", "RESTARTS"),
     )
 
 
@@ -378,6 +395,7 @@ def describe(
         f"Created:     {_when(summary.created, now)}",
         f"Started:     {_when(summary.started, now)}",
         f"Completed:   {_when(summary.completed, now)}",
+        *_field("Progress:    ", progress_words(summary.progress, now), width),
         "",
         "Conditions:",
     ]
@@ -448,6 +466,25 @@ def describe(
         else ["  (none)"]
     )
     return lines
+
+
+def progress_words(found: dict[str, Any], now: datetime) -> str:
+    """`epoch 2 batch 140, 1834.51 samples/s, 40% (done about …), reported 1m ago by Worker
+    1`: status.progress in words; `-` before any report."""
+    if not isinstance(found.get("epoch"), int):
+        return NONE
+    where = f"epoch {found['epoch']}"
+    where += f" batch {found['batch']}" if isinstance(found.get("batch"), int) else " ended"
+    parts = [where]
+    if isinstance(found.get("samplesPerSecond"), int | float):
+        parts.append(f"{found['samplesPerSecond']} samples/s")
+    if isinstance(found.get("percent"), int):
+        done = parse_time(found.get("estimatedCompletionTime"))
+        parts.append(f"{found['percent']}%" + (f" (done about {_stamp(done)})" if done else ""))
+    reported = parse_time(found.get("lastReportTime"))
+    who = f"{safe(found.get('replicaType'))} {safe(found.get('replicaIndex'))}"
+    parts.append(f"reported {age(reported, now)} ago by {who}" if reported else f"by {who}")
+    return ", ".join(parts)
 
 
 def _field(title: str, text: str, width: int | None) -> list[str]:

@@ -15,6 +15,8 @@ from typing import Any
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from hooks.core.api import ANNOTATION_PROGRESS
+from hooks.core.progress import Noted, Report, encode_noted
 from tests.builders import mxjob, replica
 from tests.e2e.conftest import NAMESPACE, Cluster, wait_for
 from testsupport import metric_names
@@ -90,6 +92,12 @@ def expected(job: dict[str, Any]) -> dict[str, Series]:
         want[f"status_replicas_{count}"] = [
             ({"replica_type": rtype}, float(counts[count])) for rtype, counts in replicas.items()
         ]
+    progress = status.get("progress") or {}
+    want["progress_epoch"] = [({}, float(progress["epoch"]))] if progress else []
+    want["progress_samples_per_second"] = (
+        [({}, float(progress["samplesPerSecond"]))] if "samplesPerSecond" in progress else []
+    )
+    want["progress_last_report_time"] = [({}, unix(progress["lastReportTime"]))] if progress else []
     return {metric: ordered(series) for metric, series in want.items()}
 
 
@@ -137,6 +145,11 @@ def jobs(cluster: Cluster) -> Iterator[dict[str, dict[str, Any]]]:
         return bool(worker["active"] == 2 and worker["restarts"] == 1)
 
     wait_for("ksm-runs: the restart counted, both Workers running", replaced, 60)
+    # A Worker's progress, noted as the progress component notes it (docs/status.md#progress).
+    report = Report(epoch=1, batch=20, speed=512.5, time="2026-11-28T01:00:00Z")
+    note = f"{ANNOTATION_PROGRESS}={encode_noted(Noted(report=report))}"
+    cluster.kubectl("annotate", "pod", "ksm-runs-worker-0", "-n", NAMESPACE, "--overwrite", note)
+    wait_for("ksm-runs: its progress", lambda: cluster.status("ksm-runs").get("progress"), 60)
     yield {name: cluster.get("mxjob", name) or {} for name in JOBS}
     for name in JOBS:
         cluster.delete("mxjob", name)

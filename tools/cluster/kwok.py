@@ -142,8 +142,9 @@ spec:
 _NO_FINALIZERS = {"key": ".metadata.finalizers", "operator": "DoesNotExist"}
 
 
-def write_config(kwok_home: Path, pod_stages: str, dest: Path) -> None:
-    """Concatenate the stock stages and ours into one multi-document KWOK config file."""
+def write_config(kwok_home: Path, pod_stages: str, dest: Path, logs: Path | None = None) -> None:
+    """Concatenate the stock stages and ours into one multi-document KWOK config file; with
+    `logs`, a ClusterLogs serving that file as the `mxnet` container's log of every pod."""
     docs: list[str] = []
     for group in ("node-fast", f"pod-{pod_stages}"):
         stage_dir = kwok_home / "stages" / group
@@ -152,7 +153,25 @@ def write_config(kwok_home: Path, pod_stages: str, dest: Path) -> None:
             raise FileNotFoundError(f"no KWOK stages in {stage_dir} (run the build again)")
         docs += [_narrowed(f.read_text()) for f in files]
     docs += [EXIT_STAGE, TERMINATE_STAGE]
+    if logs is not None:
+        docs.append(_cluster_logs(logs))
     dest.write_text("\n---\n".join(d.strip() + "\n" for d in docs))
+
+
+def _cluster_logs(path: Path) -> str:
+    """Every pod's `mxnet` log is `path` (CRI log format), read as a kubelet reads one."""
+    return yaml.safe_dump(
+        {
+            "apiVersion": "kwok.x-k8s.io/v1alpha1",
+            "kind": "ClusterLogs",
+            "metadata": {"name": "mxjob-e2e-logs"},
+            "spec": {
+                "selector": {"matchNamespaces": ["default"]},
+                "logs": [{"containers": ["mxnet"], "logsFile": str(path), "follow": False}],
+            },
+        },
+        sort_keys=False,
+    )
 
 
 def _narrowed(stage: str) -> str:

@@ -219,6 +219,9 @@ class Stack:
     metacontroller_qps: int = 100
     log: Log = print
     node: RealNode | None = None
+    #: A CRI-format log file KWOK serves as every pod's `mxnet` container log, through the API
+    #: server's pods/log as a kubelet serves one (`make bench-progress` reads Workers' logs).
+    serve_logs: Path | None = None
     ports: dict[str, int] = field(default_factory=dict)
     pids: dict[str, int] = field(default_factory=dict)
     token: str = ""
@@ -526,6 +529,8 @@ class Stack:
             "--profiling=false",
             "--v=1",
             *(self.node.apiserver_flags() if self.node else KWOK_APISERVER_FLAGS),
+            # KWOK's nodes answer at their InternalIP (127.0.0.1), not at their names.
+            *(["--kubelet-preferred-address-types=InternalIP"] if self.serve_logs else []),
         ]
 
     def _start_apiserver(self) -> None:
@@ -601,13 +606,16 @@ class Stack:
         kwok_dir = self.run_dir / "kwok"
         kwok_dir.mkdir(parents=True, exist_ok=True)
         config = kwok_dir / "kwok.yaml"
-        kwok.write_config(build.KWOK.home(self.cache_dir), self.pod_stages, config)
+        kwok.write_config(
+            build.KWOK.home(self.cache_dir), self.pod_stages, config, logs=self.serve_logs
+        )
         self.kubectl("apply", "-f", "-", input=kwok.nodes_json(self.node_names))
         env = dict(os.environ)
         env["HOME"] = str(kwok_dir)  # keep KWOK away from ~/.kwok
         self.spawn(
             "kwok",
             [
+                *self._kwok_server(kwok_dir),
                 str(self.bin("kwok")),
                 f"--kubeconfig={self.kubeconfig}",
                 f"--config={config}",
@@ -620,6 +628,20 @@ class Stack:
             ],
             env=env,
         )
+
+    def _kwok_server(self, kwok_dir: Path) -> list[str]:
+        """KWOK's kubelet server on 127.0.0.1 (HTTPS, a certificate of its own; the API server
+        does not check a kubelet's) when it serves logs; no flags otherwise."""
+        if self.serve_logs is None:
+            return []
+        port = self.ports.setdefault("kwok", free_port())
+        pki.write_serving_cert(kwok_dir / "tls", "127.0.0.1")
+        return [
+            f"--server-address=127.0.0.1:{port}",
+            f"--node-port={port}",
+            f"--tls-cert-file={kwok_dir / 'tls' / 'tls.crt'}",
+            f"--tls-private-key-file={kwok_dir / 'tls' / 'tls.key'}",
+        ]
 
     def _wait_kwok_ready(self) -> None:
         for name in ("kube-controller-manager", "kube-scheduler"):

@@ -35,7 +35,7 @@ from hooks.core.labels import job_labels
 from hooks.core.naming import Slot, config_map_name, run_from_record_name, run_record_name
 from hooks.core.observed import FINISHED_PHASES, ObservedPod, PodPhase, judged_deleted
 from hooks.core.previous import PreviousStatus
-from hooks.core.restart import resize
+from hooks.core.restart import resize, stall
 from hooks.core.restart.rejoin import through_ps_lite
 from hooks.core.restart.slots import RunStart, SlotPlan, describe_exit, plan_slot, replica_words
 from hooks.core.timestamps import earliest, format_time, parse_time
@@ -256,6 +256,26 @@ def decide_restart(
     return None
 
 
+def stall_restart(job: Job, run: int, plans: list[SlotPlan], now: datetime) -> RunRecord | None:
+    """A whole-job restart of a stalled run (hooks/core/restart/stall.py), unless an onStall
+    rule fails the job instead; counted toward backoffLimit on the first Worker, dated when the
+    progress deadline ran out."""
+    found = stall.judge(job, plans, now)
+    if found is None or found.verdict.action is not Action.RESTART_JOB:
+        return None
+    counts = {p.slot: p.counted for p in plans}
+    first = next(p.slot for p in plans if p.slot.rtype is ReplicaType.WORKER)
+    counts[first] += 1
+    by = f" ({found.verdict.by()})" if found.verdict.rule else ""
+    return RunRecord(
+        run=run + 1,
+        attempt=_newest(plans, []) + 1,
+        restarts_before={slot: n for slot, n in counts.items() if n > 0},
+        cause=f"MXJob {job.name} is restarting the whole job: {found.clock.words()}{by}",
+        moment=found.moment,
+    )
+
+
 def _of_the_run(plans: list[SlotPlan], extra: list[ObservedPod]) -> list[ObservedPod]:
     """Every observed pod of the run: its slots' and those of slots the spec no longer has."""
     return [p for q in plans for p in (*q.keep, q.current) if p] + extra
@@ -417,8 +437,10 @@ def plan_run(
     waits = None
     if not alive:
         no_rejoin = _no_rejoin([(s, p) for s in slots for p in of_run[s]], starts)
-        fresh = decide_restart(job, run, plans, no_rejoin) or resize_restart(
-            job, run, plans, extra, resized, record, now
+        fresh = (
+            decide_restart(job, run, plans, no_rejoin)
+            or resize_restart(job, run, plans, extra, resized, record, now)
+            or stall_restart(job, run, plans, now)
         )
         if isinstance(fresh, RunRecord):
             held = _held(plans, fresh)
