@@ -34,7 +34,7 @@ from hooks.core.public import (
     parse_time,
     read_noted,
 )
-from progress.notes import Worker, noted_after
+from progress.notes import Deadlines, Worker, noted_after
 
 LOG = logging.getLogger("progress")
 WORKERS = "training.kubeflow.org/replica-type=worker"
@@ -55,9 +55,9 @@ MIN_DEADLINE = 30
 
 @dataclass(frozen=True, kw_only=True)
 class JobInfo:
-    """What a pass needs of an MXJob: its progress deadline and whether it has finished."""
+    """What a pass needs of an MXJob: its progress deadlines and whether it has finished."""
 
-    deadline: int | None = None
+    deadlines: Deadlines = field(default_factory=Deadlines)
     finished: bool = False
 
 
@@ -91,18 +91,24 @@ def job_info(job: object) -> tuple[str, JobInfo] | None:
     uid = dig(job, "metadata", "uid")
     if not isinstance(uid, str):
         return None
-    deadline = dig(job, "spec", "runPolicy", "progressDeadlineSeconds")
-    if deadline is None:
-        deadline = dig(job, "spec", "progressDeadlineSeconds")
-    valid = (
-        isinstance(deadline, int) and not isinstance(deadline, bool) and deadline >= MIN_DEADLINE
+    deadlines = Deadlines(
+        _seconds(job, "progressDeadlineSeconds"), _seconds(job, "firstProgressDeadlineSeconds")
     )
     conditions = dig(job, "status", "conditions")
     finished = isinstance(conditions, list) and any(
         isinstance(c, dict) and c.get("type") in TERMINAL and c.get("status") == "True"
         for c in conditions
     )
-    return uid, JobInfo(deadline=deadline if valid else None, finished=finished)
+    return uid, JobInfo(deadlines=deadlines, finished=finished)
+
+
+def _seconds(job: object, name: str) -> int | None:
+    """A deadline of the run policy (or of its old inline layout) the API would take."""
+    value = dig(job, "spec", "runPolicy", name)
+    if value is None:
+        value = dig(job, "spec", name)
+    valid = isinstance(value, int) and not isinstance(value, bool) and value >= MIN_DEADLINE
+    return value if valid else None
 
 
 @dataclass(frozen=True)
@@ -208,7 +214,7 @@ def note_job(
             LOG.warning("could not read a Worker's log", extra={"fields": _where(pod, "error")})
     workers = [pod.worker for pod in pods]
     namespace = pods[0].namespace
-    for name, noted in noted_after(workers, logs, info.deadline, datetime.now(UTC)).items():
+    for name, noted in noted_after(workers, logs, info.deadlines, datetime.now(UTC)).items():
         body = {"metadata": {"annotations": {ANNOTATION_PROGRESS: encode_noted(noted)}}}
         try:
             core.patch_namespaced_pod(
