@@ -71,7 +71,7 @@ def noted_after(
 
 
 def _due(
-    workers: list[Worker], moments: dict[str, datetime | None], deadlines: Deadlines
+    workers: list[Worker], moments: dict[str, datetime], deadlines: Deadlines
 ) -> datetime | None:
     """When the deadline that applies (between reports once one came, else to the first)
     runs out, counted from the newest report or the last Worker's start."""
