@@ -34,7 +34,7 @@ from hooks.core.public import (
     parse_time,
     read_noted,
 )
-from progress.notes import Worker, noted_after
+from progress.notes import Deadlines, Worker, noted_after
 
 LOG = logging.getLogger("progress")
 WORKERS = "training.kubeflow.org/replica-type=worker"
@@ -55,20 +55,26 @@ MIN_DEADLINE = 30
 
 @dataclass(frozen=True, kw_only=True)
 class JobInfo:
-    """What a pass needs of an MXJob: its progress deadline and whether it has finished."""
+    """What a pass needs of an MXJob: its progress deadlines and whether it has finished."""
 
-    deadline: int | None = None
+    deadlines: Deadlines = field(default_factory=Deadlines)
     finished: bool = False
 
 
 @dataclass
 class Pass:
-    """What one pass did: logs read, pods patched, reads or patches that failed."""
+    """What one pass did: logs read, pods patched, reads or patches that failed; and the
+    earliest moment after it at which a job's deadline runs out (look again then)."""
 
     read: int = 0
     patched: int = 0
     errors: int = 0
     jobs: int = 0
+    due: datetime | None = None
+
+    def look_again(self, due: datetime | None, now: datetime) -> None:
+        if due is not None and due > now and (self.due is None or due < self.due):
+            self.due = due
 
 
 @dataclass
@@ -91,18 +97,24 @@ def job_info(job: object) -> tuple[str, JobInfo] | None:
     uid = dig(job, "metadata", "uid")
     if not isinstance(uid, str):
         return None
-    deadline = dig(job, "spec", "runPolicy", "progressDeadlineSeconds")
-    if deadline is None:
-        deadline = dig(job, "spec", "progressDeadlineSeconds")
-    valid = (
-        isinstance(deadline, int) and not isinstance(deadline, bool) and deadline >= MIN_DEADLINE
+    deadlines = Deadlines(
+        _seconds(job, "progressDeadlineSeconds"), _seconds(job, "firstProgressDeadlineSeconds")
     )
     conditions = dig(job, "status", "conditions")
     finished = isinstance(conditions, list) and any(
         isinstance(c, dict) and c.get("type") in TERMINAL and c.get("status") == "True"
         for c in conditions
     )
-    return uid, JobInfo(deadline=deadline if valid else None, finished=finished)
+    return uid, JobInfo(deadlines=deadlines, finished=finished)
+
+
+def _seconds(job: object, name: str) -> int | None:
+    """A deadline of the run policy (or of its old inline layout) the API would take."""
+    value = dig(job, "spec", "runPolicy", name)
+    if value is None:
+        value = dig(job, "spec", name)
+    valid = isinstance(value, int) and not isinstance(value, bool) and value >= MIN_DEADLINE
+    return value if valid else None
 
 
 @dataclass(frozen=True)
@@ -208,7 +220,10 @@ def note_job(
             LOG.warning("could not read a Worker's log", extra={"fields": _where(pod, "error")})
     workers = [pod.worker for pod in pods]
     namespace = pods[0].namespace
-    for name, noted in noted_after(workers, logs, info.deadline, datetime.now(UTC)).items():
+    now = datetime.now(UTC)
+    notes = noted_after(workers, logs, info.deadlines, now)
+    done.look_again(notes.due, now)
+    for name, noted in notes.changed.items():
         body = {"metadata": {"annotations": {ANNOTATION_PROGRESS: encode_noted(noted)}}}
         try:
             core.patch_namespaced_pod(
@@ -250,12 +265,24 @@ def log_pass(done: Pass) -> None:
 
 
 def run(api: client.ApiClient, interval: float, stop: threading.Event) -> None:
-    """A pass every `interval` seconds (at once when a pass took longer) until `stop` is set."""
+    """A pass every `interval` seconds (at once when a pass took longer), sooner when a job's
+    deadline runs out before (a second after it, at least a second apart), until `stop`."""
     pace = Pace(READS_PER_SECOND, stop)
     while not stop.is_set():
         began = time.monotonic()
+        done = Pass()
         try:
-            log_pass(run_once(api, pace))
+            done = run_once(api, pace)
+            log_pass(done)
         except Exception:
             LOG.exception("pass failed", extra={"fields": {"action": "error"}})
-        stop.wait(max(0.0, interval - (time.monotonic() - began)))
+        stop.wait(next_wait(interval, time.monotonic() - began, done.due, datetime.now(UTC)))
+
+
+def next_wait(interval: float, took: float, due: datetime | None, now: datetime) -> float:
+    """Seconds to the next pass: the interval's rest, or to a second past `due` if sooner;
+    never less than a second, so a job cannot make the loop spin."""
+    wait = interval - took
+    if due is not None:
+        wait = min(wait, (due - now).total_seconds() + 1.0)
+    return max(1.0, wait)

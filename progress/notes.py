@@ -1,18 +1,20 @@
 """What the progress component notes on one job's Workers after reading their logs: each one's
 newest report and, once the job's progress deadline has run out with nothing new, the moment it
-saw that (`seen`), which is what lets the hook call the job stalled (hooks/core/restart/stall.py).
+saw that (`seen`), which is what lets the hook call the job stalled
+(hooks/core/restart/stall.py).
 
 The deadline counts as the hook counts it: from the newest report of any Worker, or from when
-the last Worker started. A stall is confirmed only when every Worker read was read in this
-pass, so a Worker left unread never hides progress; the confirmation is renewed on each pass
-while the job looks stalled, since the hook also counts its Scheduler's and Servers' starts
-and may come due a little later. Pure: no client, no clock.
+the last Worker started; before any report the job's first-report deadline applies, if any. A
+stall is confirmed only when every Worker read was read in this pass, so a Worker left unread
+never hides progress; the confirmation is renewed on each pass while the job looks stalled,
+since the hook also counts its Scheduler's and Servers' starts and may come due a little later.
+Pure: no client, no clock.
 """
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from hooks.core.public import Noted, Report, format_time, latest, parse_lines
+from hooks.core.public import Noted, format_time, latest, parse_lines
 
 
 @dataclass(frozen=True)
@@ -25,41 +27,59 @@ class Worker:
     noted: Noted
 
 
+@dataclass(frozen=True)
+class Deadlines:
+    """A job's progress deadlines in seconds (None: not set): between reports, and to a
+    run's first report."""
+
+    progress: int | None = None
+    first: int | None = None
+
+
+@dataclass(frozen=True)
+class Notes:
+    """What one read of a job's Workers gives: the notes that change, by pod name, and when
+    the job's deadline runs out if nothing moves (None: no deadline applies): the component
+    looks again then, so a stall is seen as soon as it is one."""
+
+    changed: dict[str, Noted]
+    due: datetime | None
+
+
 def noted_after(
     workers: list[Worker],
     logs: dict[str, list[str]],
-    deadline: int | None,
+    deadlines: Deadlines,
     now: datetime,
-) -> dict[str, Noted]:
-    """The notes that change, by pod name: each Worker's newest report from its `logs` (its
-    timestamped lines, oldest first; a Worker missing from `logs` was not read), and the look
-    past the job's `deadline` (seconds, None: no deadline) confirmed on the newest reporter."""
+) -> Notes:
+    """Each Worker's newest report from its `logs` (its timestamped lines, oldest first; a
+    Worker missing from `logs` was not read), and the look past the job's deadline confirmed
+    on the newest reporter (the first Worker when none reported)."""
     reports = {w.name: parse_lines(logs.get(w.name, ()), w.noted.report) for w in workers}
-    confirm = _confirming(workers, reports, deadline, now) if len(logs) == len(workers) else None
+    moments = {name: r.moment for name, r in reports.items() if r is not None and r.moment}
+    due = _due(workers, moments, deadlines)
+    confirm = None
+    if due is not None and now >= due and len(logs) == len(workers):
+        confirm = max(moments, key=lambda name: moments[name]) if moments else workers[0].name
     changed: dict[str, Noted] = {}
     for worker in workers:
         seen = format_time(now) if worker.name == confirm else worker.noted.seen
         noted = Noted(report=reports[worker.name], seen=seen)
         if noted != worker.noted:
             changed[worker.name] = noted
-    return changed
+    return Notes(changed, due)
 
 
-def _confirming(
-    workers: list[Worker], reports: dict[str, Report | None], deadline: int | None, now: datetime
-) -> str | None:
-    """The Worker to note the look on when the job's deadline has run out at `now` with no
-    newer report: the one that reported last (the first listed when none did); else None."""
-    if deadline is None or not workers:
-        return None
-    moments: dict[str, datetime] = {}
-    for name, report in reports.items():
-        moment = report.moment if report is not None else None
-        if moment is not None:
-            moments[name] = moment
+def _due(
+    workers: list[Worker], moments: dict[str, datetime], deadlines: Deadlines
+) -> datetime | None:
+    """When the deadline that applies (between reports once one came, else to the first)
+    runs out, counted from the newest report or the last Worker's start."""
+    deadline = deadlines.progress if moments else deadlines.first
     since = latest(*(w.started for w in workers), *moments.values())
-    if since is None or now < since + timedelta(seconds=deadline):
+    if deadline is None or since is None:
         return None
-    if not moments:
-        return workers[0].name
-    return max(moments, key=lambda name: moments[name])
+    try:
+        return since + timedelta(seconds=deadline)
+    except OverflowError:  # a report near year 9999: never due
+        return None

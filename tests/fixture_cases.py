@@ -2006,8 +2006,21 @@ def progress_unseen_is_not_stalled() -> Json:
 
 @case
 def progress_stalled_before_any_report() -> Json:
-    """Nothing reported since every replica ran (minute 1), seen so: stalled at 6, restarted."""
-    job, children = _reporting(DEADLINE, mnist_worker_0=_silent(7))
+    """No first report 300 s after every replica ran (minute 1), seen so: restarted at 6.
+
+    firstProgressDeadlineSeconds judges a run until it first reports."""
+    policy = {**DEADLINE, "firstProgressDeadlineSeconds": 300}
+    job, children = _reporting(policy, mnist_worker_0=_silent(7))
+    return request(job, children)
+
+
+@case
+def progress_first_report_not_judged_without_its_deadline() -> Json:
+    """No report yet after an hour, a look seen: without firstProgressDeadlineSeconds, running.
+
+    A startup (loading data, connecting) may take far longer than the steps between two reports:
+    progressDeadlineSeconds judges a run only once it has reported."""
+    job, children = _reporting(DEADLINE, mnist_worker_0=_silent(59))
     return request(job, children)
 
 

@@ -14,7 +14,8 @@ from hooks.core.progress import (
     parse_lines,
     read_noted,
 )
-from progress.notes import Worker, noted_after
+from progress.collector import next_wait
+from progress.notes import Deadlines, Worker, noted_after
 
 T = "2026-11-28T01:02:03.123456789Z"
 LATER = "2026-11-28T01:02:09.5Z"
@@ -121,10 +122,10 @@ def stamp(minutes_ago: float) -> str:
 def test_a_new_report_is_noted_and_an_unchanged_one_is_not() -> None:
     workers = [worker("w-0"), worker("w-1")]
     logs = {"w-0": [line(1, "Epoch[0] Batch [20]")], "w-1": []}
-    changed = noted_after(workers, logs, None, NOW)
+    changed = noted_after(workers, logs, Deadlines(), NOW).changed
     assert changed == {"w-0": Noted(report=report(0, 20, stamp(1)))}
     again = [worker("w-0", noted=changed["w-0"]), worker("w-1")]
-    assert noted_after(again, logs, None, NOW) == {}
+    assert noted_after(again, logs, Deadlines(), NOW).changed == {}
 
 
 def test_a_look_past_the_deadline_is_noted_on_the_newest_reporter() -> None:
@@ -132,26 +133,45 @@ def test_a_look_past_the_deadline_is_noted_on_the_newest_reporter() -> None:
     older = Noted(report=report(1, 4, stamp(12)))
     workers = [worker("w-0", noted=older), worker("w-1", noted=old)]
     logs: dict[str, list[str]] = {"w-0": [], "w-1": []}
-    assert noted_after(workers, logs, 300, NOW) == {
+    assert noted_after(workers, logs, Deadlines(300), NOW).changed == {
         "w-1": Noted(report=report(1, 5, stamp(10)), seen=stamp(0))
     }
     # Before the deadline has run out nothing is seen; without a deadline neither.
-    assert noted_after(workers, logs, 900, NOW) == {}
-    assert noted_after(workers, logs, None, NOW) == {}
+    assert noted_after(workers, logs, Deadlines(900), NOW).changed == {}
+    assert noted_after(workers, logs, Deadlines(first=300), NOW).changed == {}
 
 
 def test_no_look_is_noted_unless_every_worker_was_read() -> None:
     workers = [worker("w-0"), worker("w-1")]
-    assert noted_after(workers, {"w-0": []}, 300, NOW) == {}
-    # With no report at all, the look goes on the first Worker, counted from the last start.
-    assert noted_after(workers, {"w-0": [], "w-1": []}, 300, NOW) == {"w-0": Noted(seen=stamp(0))}
-    assert noted_after([worker("w-0", started_ago=2)], {"w-0": []}, 300, NOW) == {}
+    first = Deadlines(300, first=300)
+    assert noted_after(workers, {"w-0": []}, first, NOW).changed == {}
+    # With no report at all, the first-report deadline counts from the last start; the look
+    # goes on the first Worker. Without that deadline, no look.
+    assert noted_after(workers, {"w-0": [], "w-1": []}, first, NOW).changed == {
+        "w-0": Noted(seen=stamp(0))
+    }
+    assert noted_after(workers, {"w-0": [], "w-1": []}, Deadlines(300), NOW).changed == {}
+    assert noted_after([worker("w-0", started_ago=2)], {"w-0": []}, first, NOW).changed == {}
+
+
+def test_the_next_look_is_when_the_deadline_runs_out() -> None:
+    """The component looks again a second after a job's deadline runs out, sooner than its
+    interval, so a stall is seen as soon as it is one; never sooner than a second."""
+    old = Noted(report=report(1, 5, stamp(1)))
+    notes = noted_after([worker("w-0", noted=old)], {"w-0": []}, Deadlines(120), NOW)
+    assert notes.due == NOW + timedelta(minutes=1) and notes.changed == {}
+    assert next_wait(10.0, 0.5, NOW + timedelta(seconds=3), NOW) == 4.0
+    assert next_wait(10.0, 0.5, NOW + timedelta(minutes=5), NOW) == 9.5
+    assert next_wait(10.0, 12.0, None, NOW) == next_wait(10.0, 0.5, NOW, NOW) == 1.0
+    assert noted_after([worker("w-0")], {"w-0": []}, Deadlines(120), NOW).due is None
 
 
 def test_progress_read_now_clears_the_look() -> None:
     stalled = Noted(report=report(1, 5, stamp(10)), seen=stamp(1))
     workers = [worker("w-0", noted=stalled)]
-    moved = noted_after(workers, {"w-0": [line(0.5, "Epoch[1] Batch [6]")]}, 300, NOW)
+    moved = noted_after(
+        workers, {"w-0": [line(0.5, "Epoch[1] Batch [6]")]}, Deadlines(300), NOW
+    ).changed
     # The new report is noted; the earlier look stays as it was (the hook compares it with the
     # deadline counted from the new report, which it is before).
     assert moved == {"w-0": Noted(report=report(1, 6, stamp(0.5)), seen=stamp(1))}

@@ -13,6 +13,7 @@ from kubernetes import client
 from hooks.core.api import ANNOTATION_PROGRESS
 from hooks.core.progress import read_noted
 from progress import collector
+from progress.notes import Deadlines
 
 NOW = datetime.now(UTC)
 
@@ -102,12 +103,12 @@ def test_an_unreadable_log_is_counted_and_no_stall_is_confirmed_without_it() -> 
     pods = collector.running_workers(core)["s"]  # type: ignore[arg-type]
     core.logs = {"s-worker-1": client.ApiException(status=502)}
     done = collector.Pass()
-    collector.note_job(core, pods, collector.JobInfo(deadline=60), fast(), done)  # type: ignore[arg-type]
-    # Past its 60 s deadline (the Workers started 30 minutes ago, no report), but Worker 1 was
+    collector.note_job(core, pods, collector.JobInfo(deadlines=Deadlines(first=60)), fast(), done)  # type: ignore[arg-type]
+    # Past its 60 s first-report deadline (the Workers started 30 minutes ago), but Worker 1 was
     # not read: no look is noted.
     assert core.patched == {} and (done.read, done.errors) == (1, 1)
     core.logs = {}
-    collector.note_job(core, pods, collector.JobInfo(deadline=60), fast(), done)  # type: ignore[arg-type]
+    collector.note_job(core, pods, collector.JobInfo(deadlines=Deadlines(first=60)), fast(), done)  # type: ignore[arg-type]
     (name,) = core.patched
     noted = read_noted(core.patched[name]["metadata"]["annotations"][ANNOTATION_PROGRESS])
     assert name == "s-worker-0" and noted.report is None and noted.seen_at is not None
@@ -115,15 +116,15 @@ def test_an_unreadable_log_is_counted_and_no_stall_is_confirmed_without_it() -> 
 
 def test_a_job_is_read_for_its_deadline_and_skipped_once_finished() -> None:
     running = {"metadata": {"uid": "a"}, "spec": {"runPolicy": {"progressDeadlineSeconds": 300}}}
-    inline = {"metadata": {"uid": "b"}, "spec": {"progressDeadlineSeconds": 45}}
+    inline = {"metadata": {"uid": "b"}, "spec": {"firstProgressDeadlineSeconds": 45}}
     done = {
         "metadata": {"uid": "c"},
         "spec": {},
         "status": {"conditions": [{"type": "Succeeded", "status": "True"}]},
     }
     odd = {"metadata": {"uid": "d"}, "spec": {"runPolicy": {"progressDeadlineSeconds": True}}}
-    assert collector.job_info(running) == ("a", collector.JobInfo(deadline=300))
-    assert collector.job_info(inline) == ("b", collector.JobInfo(deadline=45))
+    assert collector.job_info(running) == ("a", collector.JobInfo(deadlines=Deadlines(300)))
+    assert collector.job_info(inline) == ("b", collector.JobInfo(deadlines=Deadlines(first=45)))
     assert collector.job_info(done) == ("c", collector.JobInfo(finished=True))
     assert collector.job_info(odd) == ("d", collector.JobInfo())
     assert collector.job_info({"metadata": {}}) is None

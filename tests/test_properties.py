@@ -73,6 +73,8 @@ def jobs(draw: st.DrawFn, *, with_deadline: bool = True) -> dict[str, Any]:
     if with_deadline and draw(st.booleans()):  # the stall watchdog compares with the clock too
         run_policy["progressDeadlineSeconds"] = draw(st.integers(30, 3600))
         if draw(st.booleans()):
+            run_policy["firstProgressDeadlineSeconds"] = draw(st.integers(30, 3600))
+        if draw(st.booleans()):
             rules.append(
                 {"action": draw(st.sampled_from(["FailJob", "RestartJob"])), "onStall": {}}
             )

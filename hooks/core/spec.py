@@ -69,6 +69,7 @@ RUN_POLICY_FIELDS = (
     "schedulingPolicy",
     "failurePolicy",
     "progressDeadlineSeconds",
+    "firstProgressDeadlineSeconds",
 )
 #: Shortest progressDeadlineSeconds: the progress component reads logs every 10 s by default,
 #: and a deadline must span a few of its passes and of the script's reports.
@@ -125,6 +126,8 @@ class RunPolicy:
     failure_rules: tuple[Rule, ...] = ()
     #: How long a running job may go without progress before it is stalled (docs/run-policy.md).
     progress_deadline_seconds: int | None = None
+    #: How long a run may take to its first report (unset: not judged before it reports).
+    first_progress_deadline_seconds: int | None = None
 
 
 @dataclass(frozen=True)
@@ -315,6 +318,9 @@ def _run_policy(reader: _Reader, spec: dict[str, Any]) -> RunPolicy:
         failure_rules=_failure_policy(reader, *value("failurePolicy")),
         progress_deadline_seconds=reader.integer(
             *value("progressDeadlineSeconds"), MIN_PROGRESS_DEADLINE
+        ),
+        first_progress_deadline_seconds=reader.integer(
+            *value("firstProgressDeadlineSeconds"), MIN_PROGRESS_DEADLINE
         ),
     )
 

@@ -117,13 +117,14 @@ def _name_rules(name: str, spec: JobSpec) -> list[Problem]:
             )
         ]
     # Only a job whose every replica has restartPolicy Never, no failurePolicy rule that
-    # retries, and no progress deadline (a stall restarts the job) can never replace a pod
+    # retries, and no progress deadlines (a stall restarts the job) can never replace a pod
     # (whole-job restarts rename every replica too), so only it may skip the `-rNNNN` reserve.
     policy = spec.run_policy
     replaceable = (
         any(r.restart_policy is not RestartPolicy.NEVER for r in spec.replicas.values())
         or any(rule.action is not Action.FAIL_JOB for rule in policy.failure_rules)
         or policy.progress_deadline_seconds is not None
+        or policy.first_progress_deadline_seconds is not None
     )
     counts = {t: r.replicas for t, r in spec.replicas.items()}
     limit = DNS_LABEL_MAX - longest_suffix(counts, replaceable=replaceable)

@@ -25,7 +25,14 @@ CHART = REPO / "charts" / "mxjob"
 CRD = "mxjobs.kubeflow.org"
 RELEASE = "mxjob"
 #: What the chart runs with its default values.
-DEPLOYMENTS = {"mxjob-hook", "mxjob-ttl-controller", "mxjob-events", "mxjob-convert", "mxjob-certs"}
+DEPLOYMENTS = {
+    "mxjob-hook",
+    "mxjob-ttl-controller",
+    "mxjob-events",
+    "mxjob-progress",
+    "mxjob-convert",
+    "mxjob-certs",
+}
 #: The Pod Security level the kustomize install's Namespace enforces (manifests/hook).
 RESTRICTED = (
     "pod-security.kubernetes.io/enforce=restricted",

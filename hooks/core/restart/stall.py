@@ -1,13 +1,15 @@
-"""The stall watchdog (docs/run-policy.md#progressdeadlineseconds): a running job whose progress has
-not moved for `runPolicy.progressDeadlineSeconds` is stalled, and a failurePolicy rule with
+"""The stall watchdog (docs/run-policy.md#progressdeadlineseconds): a running job whose progress
+has not moved for `runPolicy.progressDeadlineSeconds` is stalled, and a failurePolicy rule with
 `onStall` (else a counted whole-job restart) says what happens to it.
 
 Progress is any Worker's newer report (hooks/core/progress.py); the clock runs from the latest
-of the run's Workers' newest report and the moment the last replica of the run started running.
-So a job that has reported nothing yet is judged by the same deadline from when all its
-replicas run, and every restart, of the job or of one replica, starts the clock again; reports
-of an older run are on its pods, never read. The watchdog judges only a run whose every replica
-runs: one with a pod pending, ended or on its way out is judged by the other rules.
+of the run's Workers' newest report and the moment the last replica of the run started running,
+so every restart, of the job or of one replica, starts it again; reports of an older run are on
+its pods, never read. Until the run first reports (loading data, connecting) it is judged only
+by `firstProgressDeadlineSeconds`, counted from its last replica's start, and not at all without
+it: a startup may take far longer than the steps between two reports. The watchdog judges only a
+run whose every replica runs: one with a pod pending, ended or on its way out is judged by the
+other rules.
 
 A run is stalled only once the progress component has `seen` a Worker's log after the deadline
 ran out with nothing new in it: a component that stopped, or lags, leaves jobs unjudged, never
@@ -49,9 +51,12 @@ class Clock:
     def words(self) -> str:
         """`no progress from any Worker for 300 s; last: epoch 2 batch 140 at 14:02:11Z by
         Worker replica 1 (pod …)`: what the condition, the Event and the failure say."""
-        head = f"no progress from any Worker for {self.seconds} s"
         if self.report is None:
-            return f"{head} since every replica ran ({format_time(self.since)}); none reported yet"
+            return (
+                f"no first report from any Worker within {self.seconds} s of every replica"
+                f" running ({format_time(self.since)})"
+            )
+        head = f"no progress from any Worker for {self.seconds} s"
         return f"{head}; last: {self.report.words()} at {self.report.time} by {self.replica}"
 
 
@@ -71,18 +76,24 @@ class Stall:
 
 
 def clock(job: Job, plans: list[SlotPlan]) -> Clock | None:
-    """The watchdog's clock, when the job has a progress deadline and every replica of the
-    run is running; None otherwise."""
-    seconds = job.spec.run_policy.progress_deadline_seconds
+    """The watchdog's clock, when every replica of the run is running and the job has the
+    deadline that applies: progressDeadlineSeconds once a Worker reported, else
+    firstProgressDeadlineSeconds; None otherwise."""
     running = _running(plans)
-    if seconds is None or running is None:
+    if running is None:
         return None
-    seen = latest(*(p.noted.seen_at for p in _workers(plans)))
     newest = _newest(plans)
     report = newest[1].noted.report if newest is not None else None
+    policy = job.spec.run_policy
+    seconds = (
+        policy.progress_deadline_seconds
+        if report is not None
+        else policy.first_progress_deadline_seconds
+    )
     since = latest(*(p.started for p in running), report.moment if report else None)
-    if since is None:
+    if seconds is None or since is None:
         return None
+    seen = latest(*(p.noted.seen_at for p in _workers(plans)))
     who = replica_words(newest[0].slot, newest[1]) if newest is not None else None
     return Clock(since, seconds, report, who, seen)
 
