@@ -615,8 +615,8 @@ class Stack:
         self.spawn(
             "kwok",
             [
-                *self._kwok_server(kwok_dir),
                 str(self.bin("kwok")),
+                *self._kwok_server(kwok_dir),
                 f"--kubeconfig={self.kubeconfig}",
                 f"--config={config}",
                 f"--manage-nodes-with-annotation-selector={kwok.NODE_SELECTOR}",
