@@ -868,6 +868,27 @@ def whole_job_evicted_server() -> Json:
     return request(job, children)
 
 
+def _into_run_1(
+    job: Json, children: list[Json], recorded: float, created: float
+) -> tuple[Json, list[Json]]:
+    """A whole-job restart decided for `job` (with `children`) carried into run 1: its record
+    made at `recorded`, the status of seeing it written, run 1's pods made at `created` and
+    running a minute later; returns the job with the status of that creation, and run 1."""
+    spec = {"replicas": job["spec"]["mxReplicaSpecs"], "run_policy": job["spec"].get("runPolicy")}
+    decided = run(request(job, children))
+    record = [
+        c
+        for c in cluster_after(decided, minutes=recorded)
+        if "-mxjob-run-" in c["metadata"]["name"]
+    ]
+    seen = mxjob(**spec, status=status_after(job, record))
+    created_run = run(request(seen, record))
+    run1 = all_pods(
+        cluster_after(created_run, minutes=created), lambda p: running(p, minutes=created + 1)
+    )
+    return mxjob(**spec, status=created_run.status), run1
+
+
 @case
 def whole_job_backoff_exceeded() -> Json:
     """backoffLimit 1, run 1's Server killed again (the second restart): BackoffLimitExceeded.
@@ -876,15 +897,8 @@ def whole_job_backoff_exceeded() -> Json:
     policy = {"backoffLimit": 1}
     job, children = _running(replicas=WHOLE, run_policy=policy)
     children = with_states(children, mnist_server_0=lambda p: terminated(p, 137, minutes=20))
-    decided = run(request(job, children))
-    record = [
-        c for c in cluster_after(decided, minutes=21) if "-mxjob-run-" in c["metadata"]["name"]
-    ]
-    job = mxjob(replicas=WHOLE, run_policy=policy, status=status_after(job, record))
-    created_run = run(request(job, record))
-    run1 = all_pods(cluster_after(created_run, minutes=25), lambda p: running(p, minutes=26))
+    job, run1 = _into_run_1(job, children, recorded=21, created=25)
     run1 = with_states(run1, mnist_server_0_r1=lambda p: terminated(p, 137, minutes=40))
-    job = mxjob(replicas=WHOLE, run_policy=policy, status=created_run.status)
     return request(job, run1)
 
 
@@ -2053,17 +2067,10 @@ def progress_after_a_stall_restart() -> Json:
     minute 57 and Worker 0 reported epoch 0 batch 20 at 59: the report is run 1's, so the
     clock stands at 59 (due at 64) and the status shows epoch 0."""
     job, children = _reporting(DEADLINE, mnist_worker_1=_epoch_2(50, seen=56))
-    decided = run(request(job, children))
-    record = [
-        c for c in cluster_after(decided, minutes=55) if "-mxjob-run-" in c["metadata"]["name"]
-    ]
-    job = mxjob(replicas=SMALL, run_policy=DEADLINE, status=status_after(job, record))
-    created_run = run(request(job, record))
-    run1 = all_pods(cluster_after(created_run, minutes=56), lambda p: running(p, minutes=57))
+    job, run1 = _into_run_1(job, children, recorded=55, created=56)
     run1 = with_states(
         run1, mnist_worker_0_r1=lambda p: reporting(p, 0, 20, 59, epoch_seconds=None)
     )
-    job = mxjob(replicas=SMALL, run_policy=DEADLINE, status=created_run.status)
     return request(job, run1)
 
 

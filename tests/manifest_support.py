@@ -37,6 +37,17 @@ EXAMPLES = REPO / "examples"
 BAD_EXAMPLES = Path(__file__).resolve().parent / "bad_examples"
 SCHEMAS = Path(__file__).resolve().parent / "schemas"
 CRD_FILE = MANIFESTS / "crd" / "mxjobs.kubeflow.org.yaml"
+#: The Deployments an install runs (the hook and every component), whichever way it is made.
+DEPLOYMENTS = frozenset(
+    {
+        "mxjob-hook",
+        "mxjob-ttl-controller",
+        "mxjob-events",
+        "mxjob-progress",
+        "mxjob-convert",
+        "mxjob-certs",
+    }
+)
 
 #: The Kubernetes release the project targets (docs/testing.md#end-to-end-kwok); the newest
 #: the package has otherwise.

@@ -25,6 +25,7 @@ import pytest
 import yaml
 
 from tests.manifest_support import (
+    DEPLOYMENTS,
     INSTALL_OVERLAYS,
     MANIFESTS,
     METACONTROLLER,
@@ -314,14 +315,7 @@ def test_values_reach_the_objects(render: Render) -> None:
         "metacontroller.namespace=platform",
     )
     found = containers(objects)
-    assert set(found) == {
-        "mxjob-hook",
-        "mxjob-ttl-controller",
-        "mxjob-events",
-        "mxjob-progress",
-        "mxjob-convert",
-        "mxjob-certs",
-    }
+    assert set(found) == DEPLOYMENTS
     for container in found.values():
         assert container["image"] == "registry.example.com/ml/mxjob:1.2.3"
         assert container["imagePullPolicy"] == "Always"

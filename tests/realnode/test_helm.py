@@ -16,6 +16,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.e2e.conftest import REPO
+from tests.manifest_support import DEPLOYMENTS
 from tests.realnode.conftest import HOOK_NAMESPACE, Node
 from tests.realnode.test_workloads import FINISHED, dist_job
 
@@ -25,14 +26,6 @@ CHART = REPO / "charts" / "mxjob"
 CRD = "mxjobs.kubeflow.org"
 RELEASE = "mxjob"
 #: What the chart runs with its default values.
-DEPLOYMENTS = {
-    "mxjob-hook",
-    "mxjob-ttl-controller",
-    "mxjob-events",
-    "mxjob-progress",
-    "mxjob-convert",
-    "mxjob-certs",
-}
 #: The Pod Security level the kustomize install's Namespace enforces (manifests/hook).
 RESTRICTED = (
     "pod-security.kubernetes.io/enforce=restricted",
