@@ -16,7 +16,6 @@ from hooks.core.failure_policy import Action, start_deadline
 from hooks.core.job import Job
 from hooks.core.naming import MAX_ATTEMPT
 from hooks.core.observed import ObservedPod, PodPhase
-from hooks.core.restart import stall
 from hooks.core.restart.runs import RunPlan
 from hooks.core.restart.slots import SlotPlan, describe_exit, replica_words
 from hooks.core.timestamps import format_time, latest
@@ -131,8 +130,8 @@ def _deadline_exceeded(facts: _Facts) -> Outcome | None:
 
 def _stalled(facts: _Facts) -> Outcome | None:
     """The run made no progress for progressDeadlineSeconds and an onStall rule says FailJob
-    (a restart is planned with the run: hooks/core/restart/runs.py)."""
-    found = stall.judge(facts.job, facts.plans, facts.now)
+    (judged, and a restart planned, with the run: hooks/core/restart/runs.py)."""
+    found = facts.run.stalled
     if found is None or found.verdict.action is not Action.FAIL_JOB:
         return None
     why = f"{found.clock.words()}, which {found.verdict.by()} does not retry."

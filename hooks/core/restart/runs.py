@@ -256,11 +256,12 @@ def decide_restart(
     return None
 
 
-def stall_restart(job: Job, run: int, plans: list[SlotPlan], now: datetime) -> RunRecord | None:
-    """A whole-job restart of a stalled run (hooks/core/restart/stall.py), unless an onStall
-    rule fails the job instead; counted toward backoffLimit on the first Worker, dated when the
-    progress deadline ran out."""
-    found = stall.judge(job, plans, now)
+def stall_restart(
+    job: Job, run: int, plans: list[SlotPlan], found: stall.Stall | None
+) -> RunRecord | None:
+    """A whole-job restart of a stalled run (`found`, hooks/core/restart/stall.py), unless an
+    onStall rule fails the job instead; counted toward backoffLimit on the first Worker, dated
+    when the progress deadline ran out."""
     if found is None or found.verdict.action is not Action.RESTART_JOB:
         return None
     counts = {p.slot: p.counted for p in plans}
@@ -372,6 +373,8 @@ class RunPlan:
     step: Step
     #: An edit of the spec that does not restart the run yet, or cannot (resize.held).
     waits: resize.EditWait | None = None
+    #: The run's stall, judged once here: restarted with the run, or failed by the outcome.
+    stalled: stall.Stall | None = None
 
     @property
     def old_alive(self) -> bool:
@@ -435,22 +438,38 @@ def plan_run(
     of_run = {slot: _of_run(pods.get(slot, []), run, own_until) for slot in slots}
     plans = [_plan(job, slot, of_run[slot], starts[slot]) for slot in slots]
     waits = None
+    stalled = stall.judge(job, plans, now)
     if not alive:
         no_rejoin = _no_rejoin([(s, p) for s in slots for p in of_run[s]], starts)
         fresh = (
             decide_restart(job, run, plans, no_rejoin)
             or resize_restart(job, run, plans, extra, resized, record, now)
-            or stall_restart(job, run, plans, now)
+            or stall_restart(job, run, plans, stalled)
         )
         if isinstance(fresh, RunRecord):
             held = _held(plans, fresh)
             step = Step.RECORDING
-            return RunPlan(plans=held, old=old, extra=extra, fresh=fresh, restart=fresh, step=step)
+            return RunPlan(
+                plans=held,
+                old=old,
+                extra=extra,
+                fresh=fresh,
+                restart=fresh,
+                step=step,
+                stalled=stalled,
+            )
         waits = fresh
     restart = record if _in_progress(record, run, plans, old=alive) else None
     step = Step.DELETING if alive else Step.CREATING
     return RunPlan(
-        plans=plans, old=old, extra=extra, fresh=None, restart=restart, step=step, waits=waits
+        plans=plans,
+        old=old,
+        extra=extra,
+        fresh=None,
+        restart=restart,
+        step=step,
+        waits=waits,
+        stalled=stalled,
     )
 
 
