@@ -14,7 +14,7 @@ Pure: no client, no clock.
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from hooks.core.public import Noted, format_time, latest, parse_lines
+from hooks.core.public import Noted, Report, format_time, latest, parse_lines
 
 
 @dataclass(frozen=True)
@@ -63,11 +63,33 @@ def noted_after(
         confirm = max(moments, key=lambda name: moments[name]) if moments else workers[0].name
     changed: dict[str, Noted] = {}
     for worker in workers:
-        seen = format_time(now) if worker.name == confirm else worker.noted.seen
-        noted = Noted(report=reports[worker.name], seen=seen)
+        old, new = worker.noted.report, reports[worker.name]
+        looked = worker.name == confirm
+        if not looked and not _worth_noting(old, new):
+            continue
+        seen = format_time(now) if looked else worker.noted.seen
+        noted = Noted(report=new, seen=seen)
         if noted != worker.noted:
             changed[worker.name] = noted
     return Notes(changed, due)
+
+
+#: A Worker's newer report within the same epoch is noted at most this long after the one
+#: noted before it: every note is a pod change that Metacontroller syncs and the hook answers
+#: (docs/performance.md#the-progress-component). A new epoch, a first report and a look are
+#: noted at once. The watchdog is not misled by a report held back: the component decides its
+#: looks on the newest report it read, and the hook acts only on a look.
+NOTE_EVERY = timedelta(seconds=30)
+
+
+def _worth_noting(old: Report | None, new: Report | None) -> bool:
+    """Whether a Worker's newest report is noted now rather than held back."""
+    if new is None or old is None:
+        return new != old
+    moved, then = new.moment, old.moment
+    if new.epoch != old.epoch or moved is None or then is None:
+        return new != old
+    return moved - then >= NOTE_EVERY
 
 
 def _due(

@@ -154,6 +154,25 @@ def test_no_look_is_noted_unless_every_worker_was_read() -> None:
     assert noted_after([worker("w-0", started_ago=2)], {"w-0": []}, first, NOW).changed == {}
 
 
+def test_a_report_within_an_epoch_is_noted_at_most_every_30_seconds() -> None:
+    """Each note is a sync of the job: a newer batch of the same epoch waits until 30 s after
+    the one noted; a new epoch is noted at once."""
+    noted = Noted(report=report(1, 5, stamp(0.4)))
+    workers = [worker("w-0", noted=noted)]
+    soon = {"w-0": [line(0.2, "Epoch[1] Batch [6]")]}
+    assert noted_after(workers, soon, Deadlines(), NOW).changed == {}
+    later = {"w-0": [line(0.2, "Epoch[2] Batch [1]")]}
+    assert noted_after(workers, later, Deadlines(), NOW).changed == {
+        "w-0": Noted(report=report(2, 1, stamp(0.2)))
+    }
+    old = [worker("w-0", noted=Noted(report=report(1, 5, stamp(1))))]
+    assert noted_after(old, soon, Deadlines(), NOW).changed == {
+        "w-0": Noted(report=report(1, 6, stamp(0.2)))
+    }
+    # Held back, it still counts for the look: nothing is seen past a deadline it moved.
+    assert noted_after(workers, soon, Deadlines(60), NOW + timedelta(seconds=30)).changed == {}
+
+
 def test_the_next_look_is_when_the_deadline_runs_out() -> None:
     """The component looks again a second after a job's deadline runs out, sooner than its
     interval, so a stall is seen as soon as it is one; never sooner than a second."""
