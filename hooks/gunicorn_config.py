@@ -39,7 +39,10 @@ bind = f"{os.environ.get('HOST', '0.0.0.0')}:{os.environ.get('PORT', '8080')}"
 workers = int(os.environ.get("WEB_CONCURRENCY", multiprocessing.cpu_count()))
 worker_class = "hooks.worker.BufferingWorker"
 timeout = int(os.environ.get("GUNICORN_TIMEOUT", "9"))
-graceful_timeout = 5
+# On SIGTERM a worker finishes its request within this, or is killed and Metacontroller sees
+# EOF (a SyncError): longer than the worker timeout, so no request that would be answered at all
+# is cut by a stop.
+graceful_timeout = timeout + 1
 # The heartbeat file lives on tmpfs so a read-only root filesystem is fine and I/O never stalls.
 _TMPFS = "/dev/shm"
 _TMP = _TMPFS if os.path.isdir(_TMPFS) else None
