@@ -2110,10 +2110,10 @@ def _running_claimed(replicas: Json = SMALL, **spec: Any) -> tuple[Json, list[Js
 
 @case
 def checkpoint_claim_made_first() -> Json:
-    """A job with spec.checkpoint, first seen: its claim mnist-checkpoint is made, no pod yet.
+    """A job with spec.checkpoint, first seen: its claim mnist-checkpoint is made, nothing else.
 
-    No pod is made before the claim is the job's own (observed as its child): none may mount
-    a claim of that name that is not the job's. The status says what it waits for."""
+    Nothing else is made before the claim is the job's own (observed as its child): no pod may
+    mount a claim of that name that is not the job's. The status says what it waits for."""
     return request(mxjob(replicas=SMALL, checkpoint=CHECKPOINT))
 
 

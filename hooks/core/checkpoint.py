@@ -80,6 +80,28 @@ def spec_problems(spec: dict[str, Any], path: str) -> list[tuple[str, str]]:
         if key not in SPEC_FIELDS
     ]
     found += _storage_problems(spec.get("resources"), f"{path}.resources")
+    found += _mode_problems(spec, path)
+    found += [
+        (f"{path}.{key}", f"must be a DNS subdomain name, got {spec[key]!r}")
+        for key in ("storageClassName", "volumeName", "volumeAttributesClassName")
+        if spec.get(key) not in (None, "") and not _is_subdomain(spec[key])
+    ]
+    found += [
+        (f"{path}.{key}", "must be an object")
+        for key in ("selector", "dataSource", "dataSourceRef")
+        if key in spec and not isinstance(spec[key], dict)
+    ]
+    return found
+
+
+def _is_subdomain(value: object) -> bool:
+    """A DNS subdomain name, as Kubernetes names classes and volumes."""
+    return isinstance(value, str) and len(value) <= 253 and bool(_DNS_SUBDOMAIN.match(value))
+
+
+def _mode_problems(spec: dict[str, Any], path: str) -> list[tuple[str, str]]:
+    """accessModes a non-empty list of ACCESS_MODES; volumeMode Filesystem."""
+    found = []
     modes = spec.get("accessModes")
     if not isinstance(modes, list) or not modes:
         found.append((f"{path}.accessModes", "must be a non-empty list"))
@@ -94,15 +116,6 @@ def spec_problems(spec: dict[str, Any], path: str) -> list[tuple[str, str]]:
         found.append(
             (f"{path}.volumeMode", f"must be Filesystem (checkpoints are files), got {mode!r}")
         )
-    for key in ("storageClassName", "volumeName", "volumeAttributesClassName"):
-        value = spec.get(key)
-        if value is None or (key == "storageClassName" and value == ""):
-            continue  # "" asks for no class: a pre-provisioned volume
-        if not isinstance(value, str) or len(value) > 253 or not _DNS_SUBDOMAIN.match(value):
-            found.append((f"{path}.{key}", f"must be a DNS subdomain name, got {value!r}"))
-    for key in ("selector", "dataSource", "dataSourceRef"):
-        if key in spec and not isinstance(spec[key], dict):
-            found.append((f"{path}.{key}", "must be an object"))
     return found
 
 

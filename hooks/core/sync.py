@@ -216,8 +216,10 @@ def _active(job: Job, request: SyncRequest, now: datetime, room: int | None) -> 
         return SyncResponse(new_status, [*kept, desired_result(job, new_status)])
     # While an edit waits to restart the run, nothing is made: a pod would be made from the
     # edited spec, not from the cluster its run started with (docs/restarts.md#edits-in-a-row).
-    creating = plan.waits is None and runs.may_create_run(
-        previous, plan.restart, old=plan.old_alive
+    creating = (
+        plan.waits is None
+        and runs.may_create_run(previous, plan.restart, old=plan.old_alive)
+        and _claimed(job, request)
     )
     listed = _run_children(job, request, plan, config, names, found, creating=creating)
     crowded = _crowded(request, listed, room) if creating else None
@@ -262,6 +264,12 @@ def _run_children(
         listed.extend(_echoed(request, plan.old))
         listed.extend(_older_configs(job, request, names.config))
     return listed
+
+
+def _claimed(job: Job, request: SyncRequest) -> bool:
+    """Whether the job's checkpoint claim, if it asks for one, is its own child: nothing else
+    is made before (no pod may mount a claim of that name that is not the job's)."""
+    return job.spec.checkpoint is None or request.claim is not None
 
 
 def _claim(job: Job, request: SyncRequest) -> list[dict[str, Any]]:
@@ -394,11 +402,7 @@ def _active_children(
     desired = [*shared, *(s for s in wanted if s is not None)]
     left_out = _left_out(job, request, desired, creating=creating, replacing=replacing)
     replaced = any(reason == _STALE for reason in left_out.values())
-    # No pod before the checkpoint claim is the job's: none may mount a stranger's claim.
-    claimed = job.spec.checkpoint is None or request.claim is not None
-    admit = (
-        creating and not replaced and claimed and gang.admits_new_pods(job.gang, request.pod_group)
-    )
+    admit = creating and not replaced and gang.admits_new_pods(job.gang, request.pod_group)
     # Only a pod made while its run has pods may register with a ps-lite Scheduler that has
     # started the job; the run's first pods never can (docs/restarts.md#rejoining-ps-lite).
     waits = not plan.between_runs

@@ -63,7 +63,9 @@ def checkpointed_job(cluster: Node, name: str) -> dict[str, Any]:
     image = cluster.image("mxjob-mxnet")
 
     def each(replicas: int = 1) -> dict[str, Any]:
-        return replica(image, replicas=replicas, policy="ExitCode", command=CHECKPOINTED, env=EPOCHS)
+        return replica(
+            image, replicas=replicas, policy="ExitCode", command=CHECKPOINTED, env=EPOCHS
+        )
 
     return mxjob(
         name,
