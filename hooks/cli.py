@@ -44,7 +44,8 @@ OK, PROBLEMS, USAGE = 0, 1, 2
 GANGS = {"volcano": Gang.VOLCANO, "scheduler-plugins": Gang.SCHEDULER_PLUGINS}
 #: What the hook is asked for a job Metacontroller has not created anything for yet.
 CHILD_RESOURCES = [
-    {"apiVersion": "v1", "resource": resource} for resource in ("pods", "services", "configmaps")
+    {"apiVersion": "v1", "resource": resource}
+    for resource in ("pods", "services", "configmaps", "persistentvolumeclaims")
 ]
 DEFAULT_NAMESPACE = "default"
 #: The phase Volcano gives a PodGroup it admits; only then does the hook create the pods.

@@ -875,12 +875,15 @@ def _into_run_1(
     made at `recorded`, the status of seeing it written, run 1's pods made at `created` and
     running a minute later; returns the job with the status of that creation, and run 1."""
     spec = {"replicas": job["spec"]["mxReplicaSpecs"], "run_policy": job["spec"].get("runPolicy")}
+    if "checkpoint" in job["spec"]:
+        spec["checkpoint"] = job["spec"]["checkpoint"]
     decided = run(request(job, children))
     record = [
         c
         for c in cluster_after(decided, minutes=recorded)
         if "-mxjob-run-" in c["metadata"]["name"]
     ]
+    record += [c for c in children if c["kind"] == "PersistentVolumeClaim"]
     seen = mxjob(**spec, status=status_after(job, record))
     created_run = run(request(seen, record))
     run1 = all_pods(
@@ -2072,6 +2075,172 @@ def progress_after_a_stall_restart() -> Json:
         run1, mnist_worker_0_r1=lambda p: reporting(p, 0, 20, 59, epoch_seconds=None)
     )
     return request(job, run1)
+
+
+# --- docs/restarts.md#checkpoints: a checkpoint claim per job ----------------------------------
+
+#: A checkpoint of 1 GiB on the tier's local class, mounted in Servers and Workers by default.
+CHECKPOINT = {
+    "volumeClaimTemplate": {
+        "metadata": {"labels": {"team": "vision"}},
+        "spec": {"storageClassName": "local", "resources": {"requests": {"storage": "1Gi"}}},
+    }
+}
+
+
+def _claimed(phase: str = "Bound", replicas: Json = SMALL, **spec: Any) -> tuple[Json, list[Json]]:
+    """A job with a checkpoint, after its first sync made the claim (now in `phase`)."""
+    spec = {"replicas": replicas, "checkpoint": CHECKPOINT, **spec}
+    job = mxjob(**spec)
+    children = [
+        {**c, "status": {"phase": phase}} if c["kind"] == "PersistentVolumeClaim" else c
+        for c in first_cluster(job)
+    ]
+    return mxjob(**spec, status=status_after(job, children)), children
+
+
+def _running_claimed(replicas: Json = SMALL, **spec: Any) -> tuple[Json, list[Json]]:
+    """A job with a checkpoint, its claim bound and every pod running."""
+    job, children = _claimed(replicas=replicas, **spec)
+    made = cluster_after(run(request(job, children)))
+    children = [*children, *(running(c) for c in made if c["kind"] == "Pod")]
+    spec = {"replicas": replicas, "checkpoint": CHECKPOINT, **spec}
+    return mxjob(**spec, status=status_after(job, children)), children
+
+
+@case
+def checkpoint_claim_made_first() -> Json:
+    """A job with spec.checkpoint, first seen: its claim mnist-checkpoint is made, nothing else.
+
+    Nothing else is made before the claim is the job's own (observed as its child): no pod may
+    mount a claim of that name that is not the job's. The status says what it waits for."""
+    return request(mxjob(replicas=SMALL, checkpoint=CHECKPOINT))
+
+
+@case
+def checkpoint_mounted_once_claimed() -> Json:
+    """The claim observed: the pods are made, Servers and Workers mounting it with its path.
+
+    The claim is Pending (a WaitForFirstConsumer class binds it with its first pod). Servers and
+    Workers mount it at /mxjob/checkpoint, MXJOB_CHECKPOINT_DIR saying so; the Scheduler holds
+    no model state and does not."""
+    job, children = _claimed("Pending")
+    return request(job, children)
+
+
+@case
+def checkpoint_kept_after_cleanup() -> Json:
+    """cleanPodPolicy All after success: every pod and Service goes, the claim stays.
+
+    The checkpoints are the user's until the job is deleted (the claim's owner reference)."""
+    policy = {"cleanPodPolicy": "All"}
+    job, children = _running_claimed(run_policy=policy)
+    end = lambda pod: terminated(pod, 0, minutes=30)  # noqa: E731
+    children = with_states(children, mnist_scheduler_0=end, mnist_worker_0=end, mnist_worker_1=end)
+    spec = {"replicas": SMALL, "checkpoint": CHECKPOINT, "run_policy": policy}
+    decided = run(request(mxjob(**spec, status=job["status"]), children))
+    children += [c for c in cluster_after(decided) if c["metadata"]["name"].endswith("-result")]
+    return request(mxjob(**spec, status=decided.status), children)
+
+
+@case
+def checkpoint_kept_across_a_whole_job_restart() -> Json:
+    """A Server killed: run 1's Servers and Workers mount the same claim, kept as observed.
+
+    A whole-job restart loses what the Servers held in memory, not what the Workers saved."""
+    job, children = _running_claimed(replicas=WHOLE)
+    children = with_states(children, mnist_server_0=lambda p: terminated(p, 137, minutes=20))
+    job, run1 = _into_run_1(job, children, recorded=21, created=25)
+    return request(job, run1)
+
+
+@case
+def checkpoint_kept_when_the_spec_drops_it() -> Json:
+    """spec.checkpoint removed from a running job: its claim is still listed, as observed.
+
+    An edit never deletes the user's checkpoints; the claim goes with the job."""
+    job, children = _running_claimed()
+    del job["spec"]["checkpoint"]
+    return request(job, children)
+
+
+@case
+def checkpoint_kept_while_suspended() -> Json:
+    """A job with a checkpoint suspended: the pods and Services go, the claim stays."""
+    job, children = _running_claimed()
+    job["spec"]["runPolicy"] = {"suspend": True}
+    return request(job, children)
+
+
+@case
+def checkpoint_claim_lost() -> Json:
+    """The claim's volume is gone (phase Lost): the job keeps running and says so.
+
+    Kubernetes does not bring a lost volume back; the message tells the user."""
+    job, children = _running_claimed()
+    children = [
+        {**c, "status": {"phase": "Lost"}} if c["kind"] == "PersistentVolumeClaim" else c
+        for c in children
+    ]
+    return request(job, children)
+
+
+@case
+def checkpoint_resume_points_in_the_status() -> Json:
+    """Run 1 first reports epoch 2: the status keeps where each run began, run 0 at epoch 0.
+
+    Run 0's Workers reported epoch 0 at minute 5 and epoch 2 at 19; its Server was killed at
+    20; run 1 restored the checkpoint of epoch 2 and its Worker 0 reports epoch 2 batch 10 at
+    27 (docs/restarts.md#checkpoints)."""
+    job, children = _running_claimed(replicas=WHOLE)
+    early = lambda pod: reporting(pod, 0, 20, 5, epoch_seconds=None)  # noqa: E731
+    children = with_states(children, mnist_worker_0=early)
+    job = {**job, "status": status_after(job, children)}
+    late = lambda pod: reporting(pod, 2, 140, 19, epoch_seconds=420.0)  # noqa: E731
+    children = with_states(
+        children,
+        mnist_worker_0=late,
+        mnist_server_0=lambda p: terminated(p, 137, minutes=20),
+    )
+    job, run1 = _into_run_1(job, children, recorded=21, created=25)
+    run1 = with_states(
+        run1, mnist_worker_0_r1=lambda p: reporting(p, 2, 10, 27, epoch_seconds=None)
+    )
+    return request(job, run1)
+
+
+@case
+def invalid_checkpoint_template() -> Json:
+    """A claim template Kubernetes would refuse, or a checkpoint cannot use: Failed, by field.
+
+    No storage request, a Block volume, ReadOnlyMany, a field mxjob does not pass on and a
+    relative mount path."""
+    broken = {
+        "mountPath": "checkpoints",
+        "volumeClaimTemplate": {
+            "spec": {
+                "accessModes": ["ReadOnlyMany"],
+                "volumeMode": "Block",
+                "resources": {"requests": {"cpu": "1"}},
+                "storage": "1Gi",
+            }
+        },
+    }
+    return request(mxjob(replicas=SMALL, checkpoint=broken))
+
+
+@case
+def invalid_checkpoint_against_the_job() -> Json:
+    """A checkpoint the job's replicas cannot mount: Failed, naming each field.
+
+    It names Tuners (not this job's), a Worker template mounts something at its path, and the
+    Server template has a volume of its name."""
+    worker = replica(2, volumeMounts=[{"name": "data", "mountPath": "/mxjob/checkpoint/"}])
+    worker["template"]["spec"]["volumes"] = [{"name": "data", "emptyDir": {}}]
+    server = replica(1)
+    server["template"]["spec"]["volumes"] = [{"name": "mxjob-checkpoint", "emptyDir": {}}]
+    saved = {**CHECKPOINT, "replicaTypes": ["Worker", "Server", "Tuner"]}
+    return request(mxjob(replicas={**SMALL, "Server": server, "Worker": worker}, checkpoint=saved))
 
 
 def write() -> None:

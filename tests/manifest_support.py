@@ -72,6 +72,7 @@ KIND_OF_RESOURCE = {
     "pods": "Pod",
     "services": "Service",
     "configmaps": "ConfigMap",
+    "persistentvolumeclaims": "PersistentVolumeClaim",
     "podgroups": "PodGroup",
 }
 

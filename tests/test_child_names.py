@@ -34,6 +34,7 @@ SUFFIXES = {
     "Service": rf"-({_TYPES})-{_INDEX}|-mxjob",
     "ConfigMap": rf"-mxjob-(config|result|run-{_RUN}|cfg-{_RUN})",
     "PodGroup": "",
+    "PersistentVolumeClaim": "-checkpoint",
 }
 #: Cases of runs an earlier version began, whose one Service is named after the job until the
 #: run ends (docs/restarts.md#upgrading): the one name outside the language.

@@ -189,6 +189,20 @@ def test_get_and_describe_show_the_progress_the_workers_reported() -> None:
     assert view.progress_words({}, NOW) == "-"
 
 
+def test_describe_shows_the_checkpoint_claim_and_where_each_run_began() -> None:
+    job = job_after("checkpoint-resume-points-in-the-status")
+    text = "\n".join(view.describe(job, [], [], NOW, view.Paint(), None))
+    assert (
+        "Checkpoint:  claim mnist-checkpoint at /mxjob/checkpoint; runs began at epoch 0 (run 0),"
+        " 2 (run 1)" in text
+    )
+    assert "Checkpoint:  -" in "\n".join(
+        view.describe(job_after("progress-in-the-status"), [], [], NOW, view.Paint(), None)
+    )
+    odd = {"resumes": [{"run": "1", "epoch": 2}, "x"]}
+    assert view.checkpoint_words(job, "mnist", odd) == "claim mnist-checkpoint at /mxjob/checkpoint"
+
+
 def test_describe_tells_conditions_pods_in_order_and_the_last_failure() -> None:
     job = job_after("replacement-running-keeps-last-failure")
     pods = pods_of("replacement-running-keeps-last-failure")

@@ -5,6 +5,8 @@ the fuzz campaign follow real lifecycles."""
 import copy
 from typing import Any
 
+import msgspec
+
 from hooks.core.api import ANNOTATION_PROGRESS, LABEL_JOB_NAME
 from hooks.core.children import Pod, decode_child
 from hooks.core.observed import ObservedPod, read_pod
@@ -203,8 +205,11 @@ def pods_by_name(children: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
 
 def cluster_after(response: SyncResponse, minutes: float = 0.5) -> list[dict[str, Any]]:
-    """Every child of a response as freshly created objects (the cluster after one sync)."""
-    return [created(c, minutes) for c in response.children]
+    """Every child of a response as freshly created objects (the cluster after one sync); a
+    kept child's body, echoed as the bytes it came in, read back as JSON."""
+    return [
+        created(msgspec.json.decode(msgspec.json.encode(c)), minutes) for c in response.children
+    ]
 
 
 def observe(job: str, pod: dict[str, Any]) -> ObservedPod | None:

@@ -189,6 +189,18 @@ class PodGroup(Child, frozen=True):
     status: GroupStatus = GroupStatus()
 
 
+class ClaimStatus(_Shape, frozen=True):
+    """Whether the claim is bound to a volume (`Pending`, `Bound`, `Lost`)."""
+
+    phase: str | None = None
+
+
+class Claim(Child, frozen=True):
+    """The job's checkpoint PersistentVolumeClaim (hooks/core/checkpoint.py)."""
+
+    status: ClaimStatus = ClaimStatus()
+
+
 class Other(Child, frozen=True):
     """A child of a kind the hook does not know: kept as it came (its body as raw bytes)."""
 

@@ -19,6 +19,8 @@ from hooks.core.api import (
     Reason,
     ReplicaType,
 )
+from hooks.core.checkpoint import DEFAULT_PATH as CHECKPOINT_PATH
+from hooks.core.checkpoint import claim_name
 from hooks.core.fields import dig, dig_dict, dig_list
 from hooks.core.naming import parse_pod_name
 from hooks.core.progress import Noted, Report, encode_noted, parse_lines, read_noted
@@ -29,6 +31,7 @@ from hooks.core.timestamps import earliest, format_time, latest, parse_time
 __all__ = [
     "ALL_TYPES",
     "ANNOTATION_PROGRESS",
+    "CHECKPOINT_PATH",
     "GROUP",
     "KIND",
     "LABEL_JOB_NAME",
@@ -43,6 +46,7 @@ __all__ = [
     "Reason",
     "ReplicaType",
     "Report",
+    "claim_name",
     "clean",
     "dig",
     "dig_dict",

@@ -18,9 +18,11 @@ from typing import Any, cast
 
 from hooks.core import gang
 from hooks.core.api import OWN_MANAGERS
+from hooks.core.checkpoint import claim_name
 from hooks.core.children import (
     Child,
     ChildError,
+    Claim,
     ConfigMap,
     Other,
     Pod,
@@ -38,12 +40,14 @@ from hooks.core.timestamps import latest, parse_time
 POD = "Pod.v1"
 SERVICE = "Service.v1"
 CONFIG_MAP = "ConfigMap.v1"
+CLAIM = "PersistentVolumeClaim.v1"
 #: The shape of each group the core reads, by `Kind.apiVersion`; any other group's children
 #: are read as `Other` (identity only, their body kept as raw bytes).
 KINDS: dict[str, type[Child]] = {
     POD: Pod,
     SERVICE: Child,
     CONFIG_MAP: ConfigMap,
+    CLAIM: Claim,
     Gang.VOLCANO.value: PodGroup,
     Gang.SCHEDULER_PLUGINS.value: PodGroup,
 }
@@ -86,6 +90,11 @@ class SyncRequest:
     def config_maps(self) -> dict[str, ConfigMap]:
         """The observed ConfigMaps (the job's config, run records and result record), by name."""
         return cast(dict[str, ConfigMap], self.group(CONFIG_MAP))
+
+    @property
+    def claim(self) -> Claim | None:
+        """The job's checkpoint claim as observed, if it exists."""
+        return cast(Claim | None, self.group(CLAIM).get(claim_name(self.name)))
 
     @property
     def pod_group(self) -> PodGroup | None:

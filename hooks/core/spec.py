@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from hooks.core import quantity
+from hooks.core import checkpoint, quantity
 from hooks.core.api import (
     DEFAULT_PORT,
     DEFAULT_PORT_NAME,
@@ -25,6 +25,7 @@ from hooks.core.api import (
     SuccessPolicy,
     TopologyMode,
 )
+from hooks.core.checkpoint import Checkpoint
 from hooks.core.failure_policy import Action, OnExitCodes, OnStartFailure, Operator, Rule
 from hooks.core.fields import MAX_DEPTH, too_deep
 
@@ -157,6 +158,7 @@ class JobSpec:
     replicas: dict[ReplicaType, ReplicaSpec]
     success_policy: SuccessPolicy = SuccessPolicy.DEFAULT
     service_mode: ServiceMode = ServiceMode.PER_REPLICA
+    checkpoint: Checkpoint | None = None
 
     def count(self, rtype: ReplicaType) -> int:
         """Replicas of a type, 0 when the type is absent."""
@@ -272,9 +274,10 @@ def load(raw_spec: object) -> tuple[JobSpec | None, list[Problem]]:
         spec.get("serviceMode"), "spec.serviceMode", ServiceMode, ServiceMode.PER_REPLICA
     )
     replicas = _replica_specs(reader, spec.get("mxReplicaSpecs"))
+    saved = _checkpoint(reader, spec.get("checkpoint"), "spec.checkpoint")
     if reader.problems:
         return None, reader.problems
-    return JobSpec(mode, run_policy, replicas, success, services), []
+    return JobSpec(mode, run_policy, replicas, success, services, saved), []
 
 
 def _success_policy(reader: _Reader, value: object) -> SuccessPolicy:
@@ -357,6 +360,56 @@ def _topology(reader: _Reader, raw: object, path: str) -> Topology | None:
     if not isinstance(level, str):
         return None
     return Topology(level, mode, types, path)
+
+
+def _checkpoint(reader: _Reader, raw: object, path: str) -> Checkpoint | None:
+    """`spec.checkpoint`: a volumeClaimTemplate with a spec is required; its metadata may
+    carry labels and annotations; accessModes default to ReadWriteOnce."""
+    saved = reader.mapping(raw, path)
+    if saved is None:
+        return None
+    template = reader.mapping(saved.get("volumeClaimTemplate"), f"{path}.volumeClaimTemplate")
+    if template is None:
+        reader.fail(f"{path}.volumeClaimTemplate", "is required: the claim's spec")
+        return None
+    where = f"{path}.volumeClaimTemplate"
+    metadata = template.get("metadata", {})
+    if not _metadata_is_usable(reader, metadata, f"{where}.metadata"):
+        return None
+    reader.problems.extend(
+        Problem(f"{where}.metadata.{key}", "is set by mxjob: only labels and annotations are read")
+        for key in sorted(metadata)
+        if key not in ("labels", "annotations")
+    )
+    claim = reader.mapping(template.get("spec"), f"{where}.spec")
+    if claim is None:
+        reader.fail(f"{where}.spec", "is required: at least resources.requests.storage")
+        return None
+    claim = {"accessModes": ["ReadWriteOnce"], **_pruned_copy(claim)}
+    reader.problems.extend(
+        Problem(*found) for found in checkpoint.spec_problems(claim, f"{where}.spec")
+    )
+    mount = saved.get("mountPath", checkpoint.DEFAULT_PATH)
+    wrong = checkpoint.mount_path_problem(mount)
+    if wrong is not None:
+        reader.fail(f"{path}.mountPath", wrong)
+    types = _replica_types(reader, saved.get("replicaTypes"), f"{path}.replicaTypes")
+    reader.problems.extend(
+        Problem(
+            f"{path}.{key}",
+            "is not a checkpoint field (volumeClaimTemplate, mountPath, replicaTypes)",
+        )
+        for key in sorted(saved)
+        if key not in ("volumeClaimTemplate", "mountPath", "replicaTypes")
+    )
+    return Checkpoint(
+        labels=dict(metadata.get("labels", {})),
+        annotations=dict(metadata.get("annotations", {})),
+        spec=claim,
+        mount_path=str(mount),
+        replica_types=types,
+        path=path,
+    )
 
 
 def _failure_policy(reader: _Reader, raw: object, path: str) -> tuple[Rule, ...]:

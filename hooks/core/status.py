@@ -32,8 +32,16 @@ class ReplicaStatus(TypedDict):
     selector: str
 
 
+class Resume(TypedDict):
+    """Where a run began (docs/status.md#progress): the epoch of its first report."""
+
+    run: int
+    epoch: int
+
+
 class Progress(TypedDict, total=False):
-    """`status.progress` (docs/status.md#progress): the newest report of a Worker."""
+    """`status.progress` (docs/status.md#progress): the newest report of a Worker, and where
+    each run began."""
 
     epoch: Required[int]
     batch: int
@@ -44,6 +52,7 @@ class Progress(TypedDict, total=False):
     lastReportTime: Required[str]
     percent: int
     estimatedCompletionTime: str
+    resumes: list[Resume]
 
 
 class JobStatus(TypedDict, total=False):
@@ -112,13 +121,15 @@ def progress(job: Job, plans: list[SlotPlan], previous: PreviousStatus) -> Progr
     when the job says how many epochs it trains; until the run reports, the one the previous
     status showed (a restarted run still shows how far the job got)."""
     reported = [
-        (p.current.noted.report, p.slot)
+        (p.current.noted.report, p.slot, p.current.run)
         for p in plans
         if p.slot.rtype is ReplicaType.WORKER and p.current and p.current.noted.report
     ]
+    carried = carried_progress(previous)
     if not reported:
-        return carried_progress(previous)
-    report, slot = max(reported, key=lambda found: found[0].time)
+        return carried
+    report, slot, _ = max(reported, key=lambda found: found[0].time)
+    resumes = _resumes(carried, [(r.epoch, run) for r, _, run in reported])
     shown: dict[str, Any] = {"epoch": report.epoch}
     if report.batch is not None:
         shown["batch"] = report.batch
@@ -127,9 +138,24 @@ def progress(job: Job, plans: list[SlotPlan], previous: PreviousStatus) -> Progr
     if report.epoch_seconds is not None:
         shown["epochSeconds"] = report.epoch_seconds
     where = {"lastReportTime": report.time, "replicaType": slot.rtype.value}
-    return cast(
-        Progress, shown | _forecast(report, job.spec.epochs) | where | {"replicaIndex": slot.index}
-    )
+    found = shown | _forecast(report, job.spec.epochs) | where | {"replicaIndex": slot.index}
+    return cast(Progress, found | ({"resumes": resumes} if resumes else {}))
+
+
+#: Runs whose beginning the status keeps: the newest.
+MAX_RESUMES = 10
+
+
+def _resumes(carried: Progress | None, reported: list[tuple[int, int]]) -> list[Resume]:
+    """The runs' beginnings the status showed, and the newest run's once it reports: the
+    lowest epoch its Workers report when first seen (a run restored from a checkpoint begins
+    where the checkpoint ends, docs/restarts.md#checkpoints)."""
+    known = list(carried.get("resumes", [])) if carried is not None else []
+    newest = max(run for _, run in reported)
+    if any(entry["run"] == newest for entry in known):
+        return known
+    epoch = min(epoch for epoch, run in reported if run == newest)
+    return [*known, Resume(run=newest, epoch=epoch)][-MAX_RESUMES:]
 
 
 def _forecast(report: Report, epochs: int | None) -> dict[str, Any]:
@@ -179,7 +205,20 @@ def carried_progress(previous: PreviousStatus) -> Progress | None:
     }
     if any(key not in kept for key in _REQUIRED_PROGRESS):
         return None
-    return cast(Progress, kept)
+    resumes = _carried_resumes(written.get("resumes"))
+    return cast(Progress, kept | ({"resumes": resumes} if resumes else {}))
+
+
+def _carried_resumes(written: object) -> list[Resume]:
+    """The resume points written before, those of the right shape, at most MAX_RESUMES."""
+    if not isinstance(written, list):
+        return []
+    return [
+        Resume(run=entry["run"], epoch=entry["epoch"])
+        for entry in written[-MAX_RESUMES:]
+        if isinstance(entry, dict)
+        and all(type(entry.get(key)) is int and entry[key] >= 0 for key in ("run", "epoch"))
+    ]
 
 
 def _assemble(

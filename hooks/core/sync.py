@@ -18,6 +18,7 @@ from typing import Any, Required, TypedDict, cast
 
 from hooks.core import budget, gang, placement, retention, status
 from hooks.core.api import CleanPodPolicy, Reason
+from hooks.core.build.claims import desired_claim
 from hooks.core.build.configmaps import desired_config, desired_result, recorded_status
 from hooks.core.build.pods import PodMaker
 from hooks.core.build.services import ServiceMaker, same_service
@@ -30,13 +31,13 @@ from hooks.core.naming import RunNames, Slot, is_config_map_name, result_name
 from hooks.core.observed import ObservedPod, lost_at
 from hooks.core.outcome import deadline_at, decide
 from hooks.core.previous import PreviousStatus
-from hooks.core.request import CONFIG_MAP, POD, SERVICE, SyncRequest
+from hooks.core.request import CLAIM, CONFIG_MAP, POD, SERVICE, SyncRequest
 from hooks.core.restart import resize, runs, stall
 from hooks.core.restart.slots import SlotPlan
 from hooks.core.spec import Problem, load
 from hooks.core.status import JobStatus
 from hooks.core.validation import validate
-from hooks.core.waiting import waiting_for
+from hooks.core.waiting import claim_waits, waiting_for
 
 
 class SyncAnswer(TypedDict, total=False):
@@ -160,8 +161,10 @@ def _refused(request: SyncRequest, message: str, problems: list[Problem]) -> Syn
 
 
 def _suspended(job: Job, request: SyncRequest) -> SyncResponse:
-    """Suspended: no pods, no Services; only the config ConfigMap stays."""
-    return SyncResponse(status.suspended_status(job, request.previous), [desired_config(job)])
+    """Suspended: no pods, no Services; only the config ConfigMap and the checkpoint claim
+    (if made) stay."""
+    children = [desired_config(job), *_kept_claim(request)]
+    return SyncResponse(status.suspended_status(job, request.previous), children)
 
 
 def _finished(job: Job, request: SyncRequest, record: PreviousStatus | None) -> SyncResponse:
@@ -179,7 +182,7 @@ def _finished(job: Job, request: SyncRequest, record: PreviousStatus | None) -> 
     policy = job.spec.run_policy.clean_pod_policy
     if reason == Reason.DEADLINE:
         policy = CleanPodPolicy.ALL  # docs/run-policy.md: past the deadline, every pod goes
-    kept = retention.after_cleanup(request, policy)
+    kept = [*retention.after_cleanup(request, policy), *_kept_claim(request)]
     if record is None:
         kept.append(desired_result(job, final))
     return SyncResponse(final, _unique(kept))
@@ -202,7 +205,7 @@ def _active(job: Job, request: SyncRequest, now: datetime, room: int | None) -> 
         resized=resize.change(job, observed_config, config["data"]),
     )
     start = status.start_time(previous, pods, queued=job.queue is not None)
-    waits = waiting_for(job, request.pod_group, _current(plan))
+    waits = claim_waits(job, request.claim) or waiting_for(job, request.pod_group, _current(plan))
     outcome = decide(job, plan, start, now, waits)
     last = last_failure(status.carried_failure(job.name, previous), pods)
     new_status = status.active_status(job, previous, plan.plans, outcome, start, last)
@@ -213,8 +216,10 @@ def _active(job: Job, request: SyncRequest, now: datetime, room: int | None) -> 
         return SyncResponse(new_status, [*kept, desired_result(job, new_status)])
     # While an edit waits to restart the run, nothing is made: a pod would be made from the
     # edited spec, not from the cluster its run started with (docs/restarts.md#edits-in-a-row).
-    creating = plan.waits is None and runs.may_create_run(
-        previous, plan.restart, old=plan.old_alive
+    creating = (
+        plan.waits is None
+        and runs.may_create_run(previous, plan.restart, old=plan.old_alive)
+        and _claimed(job, request)
     )
     listed = _run_children(job, request, plan, config, names, found, creating=creating)
     crowded = _crowded(request, listed, room) if creating else None
@@ -247,6 +252,7 @@ def _run_children(
     listed = _active_children(
         job, request, plan, config, names, creating=creating, replacing=replacing
     )
+    listed.extend(_claim(job, request))
     if plan.fresh is not None:
         listed.append(runs.record_config_map(job, plan.fresh))
     elif record_child is not None:
@@ -258,6 +264,28 @@ def _run_children(
         listed.extend(_echoed(request, plan.old))
         listed.extend(_older_configs(job, request, names.config))
     return listed
+
+
+def _claimed(job: Job, request: SyncRequest) -> bool:
+    """Whether the job's checkpoint claim, if it asks for one, is its own child: nothing else
+    is made before (no pod may mount a claim of that name that is not the job's)."""
+    return job.spec.checkpoint is None or request.claim is not None
+
+
+def _claim(job: Job, request: SyncRequest) -> list[dict[str, Any]]:
+    """The checkpoint claim: as observed once made (it outlives restarts, resizes and edits of
+    the template, or of the spec that drop it: the checkpoints are the user's), else made
+    when the spec asks for one."""
+    kept = _kept_claim(request)
+    if kept or job.spec.checkpoint is None:
+        return kept
+    return [desired_claim(job, job.spec.checkpoint)]
+
+
+def _kept_claim(request: SyncRequest) -> list[dict[str, Any]]:
+    """The observed checkpoint claim, listed as it is, if there is one."""
+    claim = request.claim
+    return [] if claim is None else [retention.as_observed(CLAIM, claim)]
 
 
 def _crowded(request: SyncRequest, listed: list[dict[str, Any]], room: int | None) -> str | None:

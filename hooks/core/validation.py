@@ -4,6 +4,9 @@ Types, enums and templates are checked while reading (`spec.load`); these rules 
 result. The CRD enforces most of them too, but objects can predate the CRD.
 """
 
+from typing import Any
+
+from hooks.core import checkpoint
 from hooks.core.api import MODE_TYPES, JobMode, ReplicaType, RestartPolicy
 from hooks.core.failure_policy import Action
 from hooks.core.naming import DNS_1035, DNS_LABEL_MAX, longest_suffix
@@ -22,6 +25,7 @@ def validate(name: str, spec: JobSpec) -> list[Problem]:
     problems = _mode_rules(spec)
     problems.extend(_failure_rules(spec))
     problems.extend(_name_rules(name, spec))
+    problems.extend(_checkpoint_rules(spec))
     return problems
 
 
@@ -138,3 +142,56 @@ def _name_rules(name: str, spec: JobSpec) -> list[Problem]:
             )
         ]
     return []
+
+
+def _checkpoint_rules(spec: JobSpec) -> list[Problem]:
+    """The checkpoint against the job: the types it names are the job's, at least one pod
+    mounts it (a ReadWriteOncePod claim exactly one), and no template already uses its volume
+    name or its mount path."""
+    saved = spec.checkpoint
+    if saved is None:
+        return []
+    problems = [
+        Problem(f"{saved.path}.replicaTypes", f"this job has no {rtype.value} replicas")
+        for rtype in sorted(saved.replica_types or ())
+        if rtype not in spec.replicas
+    ]
+    mounted = {t: r for t, r in spec.replicas.items() if saved.mounts(t)}
+    pods = sum(r.replicas for r in mounted.values())
+    if not problems and pods == 0:
+        problems.append(Problem(f"{saved.path}.replicaTypes", "no pod of this job would mount it"))
+    if "ReadWriteOncePod" in saved.spec["accessModes"] and pods > 1:
+        problems.append(
+            Problem(
+                f"{saved.path}.volumeClaimTemplate.spec.accessModes",
+                f"ReadWriteOncePod lets one pod mount the claim, and {pods} would",
+            )
+        )
+    for rtype, replica in mounted.items():
+        problems.extend(_clashes(saved.mount_path, replica.template, f"{_PATH}.{rtype.value}"))
+    return problems
+
+
+def _clashes(mount_path: str, template: dict[str, Any], path: str) -> list[Problem]:
+    """A template's volume named like the checkpoint's, or a mount at its path."""
+    pod = template["spec"]
+    problems = [
+        Problem(
+            f"{path}.template.spec.volumes[{i}].name",
+            f"{checkpoint.VOLUME!r} is the checkpoint volume's",
+        )
+        for i, volume in enumerate(pod.get("volumes") or [])
+        if isinstance(volume, dict) and volume.get("name") == checkpoint.VOLUME
+    ]
+    for c, container in enumerate(pod["containers"]):
+        mounts = container.get("volumeMounts") or []
+        problems.extend(
+            Problem(
+                f"{path}.template.spec.containers[{c}].volumeMounts[{m}].mountPath",
+                f"{mount_path!r} is where the checkpoint is mounted (spec.checkpoint.mountPath)",
+            )
+            for m, mount in enumerate(mounts if isinstance(mounts, list) else [])
+            if isinstance(mount, dict)
+            and str(mount.get("mountPath", "")).rstrip("/") == mount_path.rstrip("/")
+        )
+    return problems

@@ -9,8 +9,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from hooks.core.public import (
+    CHECKPOINT_PATH,
     MODE_TYPES,
     JobMode,
+    claim_name,
     clean,
     dig,
     dig_dict,
@@ -396,6 +398,7 @@ def describe(
         f"Started:     {_when(summary.started, now)}",
         f"Completed:   {_when(summary.completed, now)}",
         *_field("Progress:    ", progress_words(summary.progress, now), width),
+        *_field("Checkpoint:  ", checkpoint_words(job, summary.name, summary.progress), width),
         "",
         "Conditions:",
     ]
@@ -485,6 +488,23 @@ def progress_words(found: dict[str, Any], now: datetime) -> str:
     who = f"{safe(found.get('replicaType'))} {safe(found.get('replicaIndex'))}"
     parts.append(f"reported {age(reported, now)} ago by {who}" if reported else f"by {who}")
     return ", ".join(parts)
+
+
+def checkpoint_words(job: object, name: str, found: dict[str, Any]) -> str:
+    """`claim mnist-checkpoint at /mxjob/checkpoint; runs began at epoch 0 (run 0), 2 (run 1)`:
+    the job's checkpoint claim (spec.checkpoint) and where each run began; `-` without one."""
+    saved = dig(job, "spec", "checkpoint")
+    if not isinstance(saved, dict):
+        return NONE
+    path = saved.get("mountPath", CHECKPOINT_PATH)
+    words = f"claim {safe(claim_name(name))} at {safe(path)}"
+    resumes = found.get("resumes")
+    began = [
+        f"{r['epoch']} (run {r['run']})"
+        for r in (resumes if isinstance(resumes, list) else [])
+        if isinstance(r, dict) and isinstance(r.get("epoch"), int) and isinstance(r.get("run"), int)
+    ]
+    return words + (f"; runs began at epoch {', '.join(began)}" if began else "")
 
 
 def _field(title: str, text: str, width: int | None) -> list[str]:

@@ -341,6 +341,18 @@ def test_aggregated_role_grants_the_children_and_nothing_more(
             "configmaps",
             {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "least-probe"}},
         ),
+        (
+            "persistentvolumeclaims",
+            {
+                "apiVersion": "v1",
+                "kind": "PersistentVolumeClaim",
+                "metadata": {"name": "least-probe"},
+                "spec": {
+                    "accessModes": ["ReadWriteOnce"],
+                    "resources": {"requests": {"storage": "1Mi"}},
+                },
+            },
+        ),
     ):
         here = f"/api/v1/namespaces/{NAMESPACE}/{kind}"
         code, body = api(cluster, bearer, "POST", f"{here}{dry}", obj)

@@ -21,6 +21,7 @@ from hooks.core.api import (
     JobMode,
     ReplicaType,
 )
+from hooks.core.checkpoint import DIR_VAR
 from hooks.core.naming import RunNames, Slot, address, slot_prefix
 from hooks.core.spec import JobSpec, ReplicaSpec
 
@@ -124,6 +125,10 @@ class ReplicaEnv:
             _from_annotation(RUN_VAR, ANNOTATION_RUN),
             _from_annotation(ATTEMPT_VAR, ANNOTATION_ATTEMPT),
         ]
+        # Where the job's checkpoint claim is mounted, in the types that mount it.
+        saved = spec.checkpoint
+        if saved is not None and saved.mounts(rtype):
+            self._after.append(_var(DIR_VAR, saved.mount_path))
         self._defaults = default_env(spec)
         self._owned = frozenset(var["name"] for var in self.injected("0"))
 

@@ -11,6 +11,7 @@ from hooks.core.api import (
     MXNET_CONTAINER,
     ReplicaType,
 )
+from hooks.core.build.claims import mounted
 from hooks.core.build.env import ReplicaEnv
 from hooks.core.gang import (
     PLUGINS_GROUP_LABEL,
@@ -114,6 +115,10 @@ class PodMaker:
             "restartPolicy": pod_restart_policy(job.spec, replica.restart_policy),
             "containers": containers,
         }
+        saved = job.spec.checkpoint
+        if saved is not None and saved.mounts(rtype):
+            spec = mounted(job.name, saved, spec)
+            containers = spec["containers"]
         wait = wait_container(job.spec, rtype) if waits else None
         if wait is not None:
             spec["initContainers"] = [*template["spec"].get("initContainers", []), wait]

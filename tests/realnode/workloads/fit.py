@@ -28,27 +28,38 @@ class Slow(mx.io.NDArrayIter):  # type: ignore[misc]  # mxnet has no type hints
         return super().next()
 
 
-def main() -> None:
-    kv = mx.kv.create(os.environ.get("KVSTORE", "dist_sync"))
+def dataset(kv: mx.kvstore.KVStore) -> Slow:
+    """$BATCHES batches of 32 synthetic samples, this Worker's own (seeded by its rank)."""
     batches, batch_size = int(os.environ.get("BATCHES", "40")), 32
     rng = np.random.default_rng(kv.rank)
     x = rng.standard_normal((batches * batch_size, 16)).astype(np.float32)
     y = (x[:, 0] > 0).astype(np.float32)
-    data = Slow(x, y, batch_size, shuffle=True, label_name="softmax_label")
+    return Slow(x, y, batch_size, shuffle=True, label_name="softmax_label")
+
+
+def network() -> mx.sym.Symbol:
+    """A small multi-layer perceptron with a softmax output."""
     net = mx.sym.FullyConnected(mx.sym.var("data"), num_hidden=32)
     net = mx.sym.Activation(net, act_type="relu")
     net = mx.sym.FullyConnected(net, num_hidden=2)
-    net = mx.sym.SoftmaxOutput(net, name="softmax")
-    module = mx.mod.Module(net, context=mx.cpu())
+    return mx.sym.SoftmaxOutput(net, name="softmax")
+
+
+def speedometer() -> mx.callback.Speedometer:
+    """A line every $FREQUENT batches (default 10) of 32 samples."""
+    return mx.callback.Speedometer(32, int(os.environ.get("FREQUENT", "10")))
+
+
+def main() -> None:
+    kv = mx.kv.create(os.environ.get("KVSTORE", "dist_sync"))
+    module = mx.mod.Module(network(), context=mx.cpu())
     module.fit(
-        data,
+        dataset(kv),
         num_epoch=int(os.environ.get("MXJOB_EPOCHS", "5")),
         kvstore=kv,
         optimizer="sgd",
         optimizer_params={"learning_rate": 0.1},
-        batch_end_callback=mx.callback.Speedometer(
-            batch_size, int(os.environ.get("FREQUENT", "10"))
-        ),
+        batch_end_callback=speedometer(),
     )
 
 
