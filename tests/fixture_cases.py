@@ -2137,7 +2137,7 @@ def checkpoint_kept_after_cleanup() -> Json:
     job, children = _running_claimed(run_policy=policy)
     end = lambda pod: terminated(pod, 0, minutes=30)  # noqa: E731
     children = with_states(children, mnist_scheduler_0=end, mnist_worker_0=end, mnist_worker_1=end)
-    spec = {"replicas": SMALL, "checkpoint": CHECKPOINT, "run_policy": policy}
+    spec: Json = {"replicas": SMALL, "checkpoint": CHECKPOINT, "run_policy": policy}
     decided = run(request(mxjob(**spec, status=job["status"]), children))
     children += [c for c in cluster_after(decided) if c["metadata"]["name"].endswith("-result")]
     return request(mxjob(**spec, status=decided.status), children)
