@@ -732,33 +732,36 @@ def test_a_child_field_of_another_type_is_refused_naming_it(
 # --- 5. huge replica counts: bounded in time and memory, in a child process -------------
 
 HUGE_REPLICAS_PROBE = """
-import json, resource, sys
+import json, resource, sys, time
 resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
 from hooks.app import create_app
 from hooks.core.fields import MAX_DEPTH
 body = {"parent": {"metadata": {"name": "big", "namespace": "default"}, "spec": {
     "mxReplicaSpecs": {"Worker": {"replicas": int(sys.argv[1]),
     "template": {"spec": {"containers": [{"name": "mxnet", "image": "i"}]}}}}}}}
-answer = create_app().test_client().post("/sync", json=body)
-print(answer.status_code)
+client = create_app().test_client()
+began = time.process_time()
+answer = client.post("/sync", json=body)
+print(answer.status_code, time.process_time() - began)
 """
+#: The CPU a sync of a huge replica count may take: well under gunicorn's 9 s worker timeout.
+#: CPU, not wall time: beside the real node's lanes a process may wait for a core for seconds
+#: (cold run 9 saw the answer printed, its process not yet ended, at 8 s of wall time).
+HUGE_REPLICAS_CPU = 1.0
 
 
 @pytest.mark.parametrize("replicas", [10**6, 2**63 - 1])
 def test_huge_replica_counts_are_answered_quickly(replicas: int) -> None:
-    """A replica count no cluster runs must give a Failed job (200) in well under 9 s."""
+    """A replica count no cluster runs must give a Failed job (200) in well under 9 s of CPU."""
     TRIED["huge-replicas"] += 1
-    try:
-        done = subprocess.run(
-            [sys.executable, "-c", HUGE_REPLICAS_PROBE, str(replicas)],
-            cwd=Path(__file__).parent.parent,
-            capture_output=True,
-            text=True,
-            timeout=8,
-            check=False,
-        )
-    except subprocess.TimeoutExpired:
-        pytest.fail(
-            f"replicas: {replicas}: no answer within 8 s (gunicorn kills the worker at 9 s)"
-        )
-    assert done.stdout.strip() == "200", done.stderr[-2000:]
+    done = subprocess.run(
+        [sys.executable, "-c", HUGE_REPLICAS_PROBE, str(replicas)],
+        cwd=Path(__file__).parent.parent,
+        capture_output=True,
+        text=True,
+        timeout=300,  # a hang, not a measure
+        check=False,
+    )
+    status, _, cpu = done.stdout.strip().partition(" ")
+    assert status == "200", done.stderr[-2000:]
+    assert float(cpu) < HUGE_REPLICAS_CPU, f"replicas: {replicas}: {cpu} s of CPU"
