@@ -41,7 +41,16 @@ def test_example_is_accepted_and_children_appear(cluster: Cluster, path: Path) -
         cluster.delete("mxjob", name)
         cluster.wait_gone("mxjob", name)
         cluster.apply(doc)
-        want = sync(parse_request(request(cluster.get("mxjob", name) or doc)), NOW)
+        parent = cluster.get("mxjob", name) or doc
+        want = sync(parse_request(request(parent)), NOW)
+        claims = [
+            c["metadata"]["name"] for c in want.children if c["kind"] == "PersistentVolumeClaim"
+        ]
+        if claims:  # nothing else is made before the claim is observed (restarts.md#checkpoints)
+            made = wait_for(
+                "the checkpoint claim", functools.partial(cluster.get, "pvc", claims[0])
+            )
+            want = sync(parse_request(request(parent, [made])), NOW)
         pods_wanted = {c["metadata"]["name"]: c for c in want.children if c["kind"] == "Pod"}
         # One per replica, or one for the job under serviceMode PerJob.
         services_wanted = {c["metadata"]["name"] for c in want.children if c["kind"] == "Service"}
