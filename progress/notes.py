@@ -14,7 +14,7 @@ Pure: no client, no clock.
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from hooks.core.public import Noted, Report, format_time, latest, parse_lines
+from hooks.core.public import Noted, Report, first_report, format_time, latest, parse_lines
 
 
 @dataclass(frozen=True)
@@ -68,7 +68,11 @@ def noted_after(
         if not looked and not _worth_noting(old, new):
             continue
         seen = format_time(now) if looked else worker.noted.seen
-        noted = Noted(report=new, seen=seen)
+        began = worker.noted.began
+        if old is None and new is not None:
+            first = first_report(logs.get(worker.name, ()))
+            began = first.epoch if first is not None else new.epoch
+        noted = Noted(report=new, seen=seen, began=began)
         if noted != worker.noted:
             changed[worker.name] = noted
     return Notes(changed, due)

@@ -2187,11 +2187,12 @@ def checkpoint_claim_lost() -> Json:
 
 @case
 def checkpoint_resume_points_in_the_status() -> Json:
-    """Run 1 first reports epoch 2: the status keeps where each run began, run 0 at epoch 0.
+    """Run 1 began at epoch 2: the status keeps where each run began, run 0 at epoch 0.
 
     Run 0's Workers reported epoch 0 at minute 5 and epoch 2 at 19; its Server was killed at
-    20; run 1 restored the checkpoint of epoch 2 and its Worker 0 reports epoch 2 batch 10 at
-    27 (docs/restarts.md#checkpoints)."""
+    20; run 1 restored the checkpoint of epoch 2: its Worker 0's newest report is epoch 3
+    batch 10 at 27, the first the component read in its log epoch 2, which the status shows
+    (docs/restarts.md#checkpoints)."""
     job, children = _running_claimed(replicas=WHOLE)
     early = lambda pod: reporting(pod, 0, 20, 5, epoch_seconds=None)  # noqa: E731
     children = with_states(children, mnist_worker_0=early)
@@ -2204,7 +2205,7 @@ def checkpoint_resume_points_in_the_status() -> Json:
     )
     job, run1 = _into_run_1(job, children, recorded=21, created=25)
     run1 = with_states(
-        run1, mnist_worker_0_r1=lambda p: reporting(p, 2, 10, 27, epoch_seconds=None)
+        run1, mnist_worker_0_r1=lambda p: reporting(p, 3, 10, 27, epoch_seconds=None, began=2)
     )
     return request(job, run1)
 

@@ -123,9 +123,29 @@ def test_a_new_report_is_noted_and_an_unchanged_one_is_not() -> None:
     workers = [worker("w-0"), worker("w-1")]
     logs = {"w-0": [line(1, "Epoch[0] Batch [20]")], "w-1": []}
     changed = noted_after(workers, logs, Deadlines(), NOW).changed
-    assert changed == {"w-0": Noted(report=report(0, 20, stamp(1)))}
+    assert changed == {"w-0": Noted(report=report(0, 20, stamp(1)), began=0)}
     again = [worker("w-0", noted=changed["w-0"]), worker("w-1")]
     assert noted_after(again, logs, Deadlines(), NOW).changed == {}
+
+
+def test_a_first_note_says_where_the_run_began_and_later_ones_keep_it() -> None:
+    """The first report read in a new pod's log is where its run began (a run restored from
+    a checkpoint begins where it ends), however far it got before the component read it."""
+    logs = {
+        "w-0": [
+            line(0.9, "resuming at epoch 3"),
+            line(0.8, "Epoch[3] Batch [5]\tSpeed: 100.0 samples/sec"),
+            line(0.4, "Epoch[3] Time cost=20.1"),
+            line(0.2, "Epoch[4] Batch [5]\tSpeed: 110.0 samples/sec"),
+        ]
+    }
+    (first,) = noted_after([worker("w-0")], logs, Deadlines(), NOW).changed.values()
+    assert (first.report.epoch if first.report else None, first.began) == (4, 3)
+    later = {"w-0": [line(0.1, "Epoch[5] Batch [5]")]}
+    (moved,) = noted_after([worker("w-0", noted=first)], later, Deadlines(), NOW).changed.values()
+    assert (moved.report.epoch if moved.report else None, moved.began) == (5, 3)
+    assert read_noted(encode_noted(moved)) == moved
+    assert read_noted(encode_noted(Noted(report=moved.report, began=-1))) == NOTHING
 
 
 def test_a_look_past_the_deadline_is_noted_on_the_newest_reporter() -> None:

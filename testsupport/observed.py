@@ -72,17 +72,19 @@ def reporting(
     speed: float | None = 1834.51,
     epoch_seconds: float | None = None,
     seen: float | None = None,
+    began: int | None = None,
 ) -> dict[str, Any]:
     """A pod whose newest progress report (epoch, batch or None at an epoch's end; no report
-    when `epoch` is None) the kubelet received `minutes` after T0, and on which the progress
-    component saw nothing move at `seen`, as that component keeps them on the pod."""
+    when `epoch` is None) the kubelet received `minutes` after T0, on which the progress
+    component saw nothing move at `seen` and read a first report of epoch `began`, as that
+    component keeps them on the pod."""
     obj = copy.deepcopy(pod)
     report = None
     if epoch is not None:
         report = Report(
             epoch=epoch, batch=batch, speed=speed, epoch_seconds=epoch_seconds, time=at(minutes)
         )
-    noted = Noted(report=report, seen=at(seen) if seen is not None else None)
+    noted = Noted(report=report, seen=at(seen) if seen is not None else None, began=began)
     obj["metadata"].setdefault("annotations", {})[ANNOTATION_PROGRESS] = encode_noted(noted)
     return obj
 

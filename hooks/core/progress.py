@@ -62,11 +62,14 @@ class Report(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, gc=F
 
 
 class Noted(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, gc=False):
-    """The annotation: the Worker's newest report, if it made one, and when the progress
-    component last saw nothing move past the job's progress deadline, if it did."""
+    """The annotation: the Worker's newest report, if it made one, when the progress component
+    last saw nothing move past the job's progress deadline, if it did, and the epoch of the
+    first report the component read in the pod's log (where its run began: a run restored
+    from a checkpoint begins where it ends)."""
 
     report: Report | None = None
     seen: str | None = None
+    began: int | None = None
 
     @property
     def seen_at(self) -> datetime | None:
@@ -93,6 +96,8 @@ def read_noted(text: str | None) -> Noted:
         return NOTHING
     if noted.seen is not None and noted.seen_at is None:
         return NOTHING
+    if noted.began is not None and not 0 <= noted.began <= MAX_COUNT:
+        return NOTHING
     return noted
 
 
@@ -115,6 +120,15 @@ def parse_lines(lines: Iterable[str], previous: Report | None = None) -> Report 
     for line in lines:
         report = _next(report, line)
     return report
+
+
+def first_report(lines: Iterable[str]) -> Report | None:
+    """The first report among timestamped log lines (oldest first), if any."""
+    for line in lines:
+        report = _next(None, line)
+        if report is not None:
+            return report
+    return None
 
 
 def _next(report: Report | None, line: str) -> Report | None:

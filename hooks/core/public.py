@@ -23,7 +23,14 @@ from hooks.core.checkpoint import DEFAULT_PATH as CHECKPOINT_PATH
 from hooks.core.checkpoint import claim_name
 from hooks.core.fields import dig, dig_dict, dig_list
 from hooks.core.naming import parse_pod_name
-from hooks.core.progress import Noted, Report, encode_noted, parse_lines, read_noted
+from hooks.core.progress import (
+    Noted,
+    Report,
+    encode_noted,
+    first_report,
+    parse_lines,
+    read_noted,
+)
 from hooks.core.quoting import clean, unsafe
 from hooks.core.spec import JobSpec, load
 from hooks.core.timestamps import earliest, format_time, latest, parse_time
@@ -53,6 +60,7 @@ __all__ = [
     "dig_list",
     "earliest",
     "encode_noted",
+    "first_report",
     "format_time",
     "latest",
     "load",

@@ -17,7 +17,7 @@ from hooks.core.naming import Slot
 from hooks.core.observed import FINISHED_PHASES, ObservedPod, PodPhase
 from hooks.core.outcome import Outcome
 from hooks.core.previous import PreviousStatus
-from hooks.core.progress import Report
+from hooks.core.progress import Noted, Report
 from hooks.core.restart.slots import SlotPlan
 from hooks.core.timestamps import earliest, format_time, latest
 
@@ -121,15 +121,16 @@ def progress(job: Job, plans: list[SlotPlan], previous: PreviousStatus) -> Progr
     when the job says how many epochs it trains; until the run reports, the one the previous
     status showed (a restarted run still shows how far the job got)."""
     reported = [
-        (p.current.noted.report, p.slot, p.current.run)
+        (p.current.noted, p.slot, p.current.run)
         for p in plans
         if p.slot.rtype is ReplicaType.WORKER and p.current and p.current.noted.report
     ]
     carried = carried_progress(previous)
     if not reported:
         return carried
-    report, slot, _ = max(reported, key=lambda found: found[0].time)
-    resumes = _resumes(carried, [(r.epoch, run) for r, _, run in reported])
+    noted, slot, _ = max(reported, key=lambda found: _time(found[0]))
+    report = cast(Report, noted.report)
+    resumes = _resumes(carried, [(_began(n), run) for n, _, run in reported])
     shown: dict[str, Any] = {"epoch": report.epoch}
     if report.batch is not None:
         shown["batch"] = report.batch
@@ -142,14 +143,26 @@ def progress(job: Job, plans: list[SlotPlan], previous: PreviousStatus) -> Progr
     return cast(Progress, found | ({"resumes": resumes} if resumes else {}))
 
 
+def _time(noted: Noted) -> str:
+    return noted.report.time if noted.report is not None else ""
+
+
+def _began(noted: Noted) -> int:
+    """Where the Worker's run began: the first report the component read in its log, or,
+    noted by a component that did not say, its newest report's epoch."""
+    if noted.began is not None:
+        return noted.began
+    return noted.report.epoch if noted.report is not None else 0
+
+
 #: Runs whose beginning the status keeps: the newest.
 MAX_RESUMES = 10
 
 
 def _resumes(carried: Progress | None, reported: list[tuple[int, int]]) -> list[Resume]:
     """The runs' beginnings the status showed, and the newest run's once it reports: the
-    lowest epoch its Workers report when first seen (a run restored from a checkpoint begins
-    where the checkpoint ends, docs/restarts.md#checkpoints)."""
+    lowest epoch where its Workers began, when first seen (a run restored from a checkpoint
+    begins where the checkpoint ends, docs/restarts.md#checkpoints)."""
     known = list(carried.get("resumes", [])) if carried is not None else []
     newest = max(run for _, run in reported)
     if any(entry["run"] == newest for entry in known):
