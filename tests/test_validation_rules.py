@@ -297,3 +297,23 @@ def test_retrying_rule_reserves_attempt_suffix(action: str, refused: bool) -> No
     spec, unreadable = load(mxjob(name, replicas=NEVER_ONLY, run_policy=policy)["spec"])
     assert spec is not None, unreadable
     assert [p.path for p in validate(name, spec)] == (["metadata.name"] if refused else [])
+
+
+def test_a_checkpoint_part_that_is_not_an_object_is_one_problem() -> None:
+    """A missing volumeClaimTemplate or spec is "required"; one of the wrong type "must be an
+    object"; never both for one field."""
+    workers = {"Worker": {"replicas": 1, "template": {"spec": {"containers": [
+        {"name": "mxnet", "image": "i"}]}}}}  # fmt: skip
+    for checkpoint, path, rule in [
+        ({}, "spec.checkpoint.volumeClaimTemplate", "is required: the claim's spec"),
+        ({"volumeClaimTemplate": 1}, "spec.checkpoint.volumeClaimTemplate", "must be an object"),
+        ({"volumeClaimTemplate": {}}, "spec.checkpoint.volumeClaimTemplate.spec", "is required"),
+        (
+            {"volumeClaimTemplate": {"spec": []}},
+            "spec.checkpoint.volumeClaimTemplate.spec",
+            "must be an object",
+        ),
+    ]:
+        _, problems = load({"mxReplicaSpecs": workers, "checkpoint": checkpoint})
+        assert [(p.path, p.rule.split(":")[0] if rule == "is required" else p.rule)
+                for p in problems] == [(path, rule)], problems  # fmt: skip

@@ -368,11 +368,10 @@ def _checkpoint(reader: _Reader, raw: object, path: str) -> Checkpoint | None:
     saved = reader.mapping(raw, path)
     if saved is None:
         return None
-    template = reader.mapping(saved.get("volumeClaimTemplate"), f"{path}.volumeClaimTemplate")
-    if template is None:
-        reader.fail(f"{path}.volumeClaimTemplate", "is required: the claim's spec")
-        return None
     where = f"{path}.volumeClaimTemplate"
+    template = _required(reader, saved.get("volumeClaimTemplate"), where, "the claim's spec")
+    if template is None:
+        return None
     metadata = template.get("metadata", {})
     if not _metadata_is_usable(reader, metadata, f"{where}.metadata"):
         return None
@@ -381,9 +380,10 @@ def _checkpoint(reader: _Reader, raw: object, path: str) -> Checkpoint | None:
         for key in sorted(metadata)
         if key not in ("labels", "annotations")
     )
-    claim = reader.mapping(template.get("spec"), f"{where}.spec")
+    claim = _required(
+        reader, template.get("spec"), f"{where}.spec", "at least resources.requests.storage"
+    )
     if claim is None:
-        reader.fail(f"{where}.spec", "is required: at least resources.requests.storage")
         return None
     claim = {"accessModes": ["ReadWriteOnce"], **_pruned_copy(claim)}
     reader.problems.extend(
@@ -410,6 +410,15 @@ def _checkpoint(reader: _Reader, raw: object, path: str) -> Checkpoint | None:
         replica_types=types,
         path=path,
     )
+
+
+def _required(reader: _Reader, value: object, path: str, what: str) -> dict[str, Any] | None:
+    """An object that must be there: one problem when it is missing, one when it is not an
+    object."""
+    if value is None:
+        reader.fail(path, f"is required: {what}")
+        return None
+    return reader.mapping(value, path)
 
 
 def _failure_policy(reader: _Reader, raw: object, path: str) -> tuple[Rule, ...]:
