@@ -203,12 +203,17 @@ def test_a_lane_report_counts_outcomes_per_tier(tmp_path: Path) -> None:
         '<testsuites><testsuite name="pytest">'
         '<testcase classname="tests.test_http" name="a" time="1.5"/>'
         '<testcase classname="tests.test_http" name="b" time="0.5"><skipped/></testcase>'
-        '<testcase classname="tests.e2e.test_cli" name="c" time="10"><failure/></testcase>'
-        '<testcase classname="tests.e2e.test_cli" name="d" time="2"><error/></testcase>'
+        '<testcase classname="tests.e2e.test_cli" name="c" time="10">'
+        '<failure message="AssertionError: lag 31 s&#10;assert 31 &lt; 30"/></testcase>'
+        '<testcase classname="tests.e2e.test_cli" name="d" time="2"><error>hung</error></testcase>'
         "</testsuite></testsuites>"
     )
     lane, tiers = results.read(junit)
     assert lane.counts() == "1 passed, 1 failed, 1 error, 1 skipped"
+    assert lane.failures == [
+        "FAILED tests/e2e/test_cli.py::c: AssertionError: lag 31 s",
+        "ERROR tests/e2e/test_cli.py::d: hung",
+    ]
     assert lane.executed == 3
     assert tiers["KWOK"].seconds == 12
     assert tiers["no cluster"].counts() == "1 passed, 1 skipped"

@@ -6,7 +6,8 @@ as what it needs is built; every line of output is prefixed with the time since 
 the step or lane it comes from. Extra arguments go to both pytest sessions (`-x`, `-k name`).
 The run ends with each lane's summary and the timing table: each prepare step (built or
 cached) with its wall time and CPU seconds, each lane and tier with its wall time and test
-count, the whole run and how busy the machine was.
+count, the whole run and how busy the machine was; last, each test that failed, with its lane
+and its message's first line.
 """
 
 from __future__ import annotations
@@ -80,14 +81,15 @@ def lane_steps(graph: list[steps.Step], out: Path, pytest_args: list[str]) -> li
     return found
 
 
-def lane_rows(done: dict[str, steps.Done], out: Path) -> tuple[list[list[str]], int]:
-    """Each lane's and tier's row, and the count of tests executed."""
-    rows, executed = [], 0
+def lane_rows(done: dict[str, steps.Done], out: Path) -> tuple[list[list[str]], int, list[str]]:
+    """Each lane's and tier's row, the count of tests executed, and the tests that failed."""
+    rows, executed, failures = [], 0, []
     tiers: dict[str, results.Tally] = {}
     for lane in lanes():
         record = done.get(f"lane-{lane.name}")
         tally, lane_tiers = results.read(out / f"{lane.name}.xml")
         executed += tally.executed
+        failures += [f"lane {lane.name}: {failure}" for failure in tally.failures]
         for name, t in lane_tiers.items():
             tiers.setdefault(name, results.Tally()).outcomes.update(t.outcomes)
             tiers[name].seconds += t.seconds
@@ -96,7 +98,7 @@ def lane_rows(done: dict[str, steps.Done], out: Path) -> tuple[list[list[str]], 
         rows.append([f"lane {lane.name}", tally.counts(), began, wall, ""])
     for name, t in sorted(tiers.items()):
         rows.append([f"  tier {name}", t.counts(), "", f"({report.minutes(t.seconds)})", ""])
-    return rows, executed
+    return rows, executed, failures
 
 
 def main(argv: list[str]) -> int:
@@ -117,12 +119,12 @@ def main(argv: list[str]) -> int:
         runner = steps.Runner(run, log=console, cwd=REPO, on_done=settle)
         with hoststate.niceness_counts():
             done = runner.run()
-        rows, executed = lane_rows(done, out)
+        rows, executed, failures = lane_rows(done, out)
     lines = report.table(done, cache, began, start, report.Machine.now())
     at = lines.index(next(line for line in lines if line.startswith("whole run")))
     lines[at:at] = [*report.render(("lane / tier", "tests", "began", "wall", ""), rows),
                     f"tests executed: {executed}"]  # fmt: skip
-    for line in lines:
+    for line in [*lines, *failures]:
         console(line)
     return 0 if all(d.ok for d in done.values()) else 1
 

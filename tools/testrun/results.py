@@ -1,5 +1,6 @@
 """What each lane's pytest session did, read from its JUnit XML: test counts per lane and per tier,
-and the time each tier took (setup, call and teardown of its tests, so a stack's start counts)."""
+the time each tier took (setup, call and teardown of its tests, so a stack's start counts), and
+which tests failed, so the run's last lines name them (CI keeps only a run's tail)."""
 
 from __future__ import annotations
 
@@ -11,14 +12,17 @@ from pathlib import Path
 from tools.testrun.lanes import tier
 
 OUTCOMES = ("passed", "failed", "error", "skipped")
+#: How much of a failure's message a run's last lines repeat.
+MESSAGE_CHARS = 160
 
 
 @dataclass
 class Tally:
-    """Tests by outcome and the seconds they took."""
+    """Tests by outcome, the seconds they took, and each failed or errored test's id and message."""
 
     outcomes: Counter[str] = field(default_factory=Counter)
     seconds: float = 0.0
+    failures: list[str] = field(default_factory=list)
 
     @property
     def executed(self) -> int:
@@ -35,11 +39,19 @@ class Tally:
         return ", ".join(shown) or "no tests"
 
 
-def _outcome(case: ET.Element) -> str:
+def _outcome(case: ET.Element) -> tuple[str, str]:
+    """The test's outcome and, when it failed or errored, its message's first line."""
     for child in case:
         if child.tag in ("failure", "error", "skipped"):
-            return {"failure": "failed"}.get(child.tag, child.tag)
-    return "passed"
+            message = (child.get("message") or child.text or "").strip().splitlines()
+            return {"failure": "failed"}.get(child.tag, child.tag), (message or [""])[0]
+    return "passed", ""
+
+
+def _failure(case: ET.Element, outcome: str, message: str) -> str:
+    """`FAILED tests/test_x.py::name: message`, as pytest's short summary says it."""
+    path = case.get("classname", "").replace(".", "/") + ".py"
+    return f"{outcome.upper()} {path}::{case.get('name')}: {message[:MESSAGE_CHARS]}"
 
 
 def read(junit: Path) -> tuple[Tally, dict[str, Tally]]:
@@ -50,7 +62,9 @@ def read(junit: Path) -> tuple[Tally, dict[str, Tally]]:
     except (OSError, ET.ParseError):
         return lane, tiers
     for case in root.iter("testcase"):
-        outcome, seconds = _outcome(case), float(case.get("time") or 0)
+        (outcome, message), seconds = _outcome(case), float(case.get("time") or 0)
         lane.add(outcome, seconds)
+        if outcome in ("failed", "error"):
+            lane.failures.append(_failure(case, outcome, message))
         tiers.setdefault(tier(case.get("classname", "")), Tally()).add(outcome, seconds)
     return lane, tiers
