@@ -100,11 +100,14 @@ def load_one(path: Path) -> dict[str, Any]:
 
 
 def kustomization_dirs() -> list[Path]:
-    """Every kustomization (not Component) under manifests/ and metacontroller/."""
+    """Every kustomization (not Component) under manifests/ and metacontroller/ that builds
+    offline (metacontroller/install fetches Metacontroller's release: tested apart)."""
     found = []
     for root in (MANIFESTS, METACONTROLLER):
         for path in sorted(root.rglob("kustomization.yaml")):
-            if load_one(path).get("kind", "Kustomization") == "Kustomization":
+            loaded = load_one(path)
+            remote = any("://" in r for r in loaded.get("resources", []))
+            if loaded.get("kind", "Kustomization") == "Kustomization" and not remote:
                 found.append(path.parent)
     return found
 

@@ -54,6 +54,8 @@ from tests.manifest_support import (
     needs_kustomize,
     walk_schema,
 )
+from tools.cluster.build import METACONTROLLER_VERSION
+from tools.cluster.node import METACONTROLLER_PATCH
 
 pytestmark = needs_kustomize
 
@@ -783,6 +785,28 @@ def test_local_overlay_is_production_but_for_the_hook_address() -> None:
 
 def test_production_controllers_fit_metacontroller_v4() -> None:
     assert schema_errors(crd_schema(CC_V4), controller_of("standard")) == []
+
+
+def test_metacontroller_install_is_the_tiers_release_with_requests() -> None:
+    """metacontroller/install is the release the tiers build (its URL's ref), patched in its
+    StatefulSet's container with a CPU and memory request and no limit; the real-node tier
+    applies the same patch to the same release's manifests (tools/cluster/node.py)."""
+    folder = METACONTROLLER / "install"
+    kustomization = load_one(folder / "kustomization.yaml")
+    (url,) = kustomization["resources"]
+    assert url.endswith(f"/manifests/production?ref={METACONTROLLER_VERSION}"), url
+    ((patch_path,),) = [list(p.values()) for p in kustomization["patches"]]
+    assert patch_path == METACONTROLLER_PATCH
+    patch = load_one(folder / patch_path)
+    assert (patch["kind"], patch["metadata"]) == (
+        "StatefulSet",
+        {"name": "metacontroller", "namespace": "metacontroller"},
+    )
+    (container,) = patch["spec"]["template"]["spec"]["containers"]
+    assert container["name"] == "metacontroller"
+    assert set(container["resources"]) == {"requests"}
+    assert set(container["resources"]["requests"]) == {"cpu", "memory"}
+    assert METACONTROLLER / "install" not in KUSTOMIZATIONS  # needs the network to build
 
 
 # --- RBAC --------------------------------------------------------------------------------------

@@ -98,6 +98,18 @@ def test_network_policy_admits_exactly_the_installed_metacontroller(cluster: Nod
     assert not spec.get("egress") and "Egress" in spec["policyTypes"]  # no peer at all
 
 
+def test_no_pod_of_the_install_runs_best_effort(cluster: Node) -> None:
+    """Every pod the install runs, Metacontroller's included (metacontroller/install), has a
+    CPU request: on a busy node CPU goes by requests, and a BestEffort pod shares one slice
+    with every MXNet pod that requests nothing and is evicted first under memory pressure."""
+    found = {}
+    for namespace in (HOOK_NAMESPACE, "metacontroller"):
+        pods = json.loads(cluster.kubectl("get", "pods", "-n", namespace, "-o", "json").stdout)
+        found.update({p["metadata"]["name"]: p["status"].get("qosClass") for p in pods["items"]})
+    assert "metacontroller-0" in found and len(found) > 1, found
+    assert {name for name, qos in found.items() if qos == "BestEffort"} == set(), found
+
+
 def api(
     cluster: Node, token: str, method: str, path: str, body: dict[str, Any] | None = None
 ) -> tuple[int, dict[str, Any]]:

@@ -101,6 +101,8 @@ def unavailable_reason() -> str | None:
 
 
 ALL_COMPONENTS = (*build.COMPONENTS, *build.NODE_COMPONENTS)
+#: What metacontroller/install adds to Metacontroller's release manifests (its requests).
+METACONTROLLER_PATCH = "resources.yaml"
 
 
 def prepare(cache: Path, log: build.Log) -> None:
@@ -535,9 +537,9 @@ class RealNode:
     # -- the project, installed as users install it ----------------------------------------
 
     def install_in_cluster(self, repo: Path) -> None:
-        """Metacontroller's production manifests, then `manifests/crd` and
-        `manifests/overlays/standard` as the README says, with the locally built images; waits
-        until the hook, the TTL controller and Metacontroller run."""
+        """Metacontroller's production manifests with the patch of `metacontroller/install`,
+        then `manifests/crd` and `manifests/overlays/standard` as the README says, with the
+        locally built images; waits until the hook, the TTL controller and Metacontroller run."""
         refs = self.images or {}
         meta = self.run_dir / "install" / "metacontroller"
         meta.mkdir(parents=True, exist_ok=True)
@@ -547,6 +549,7 @@ class RealNode:
                 meta,
                 production,
                 {"ghcr.io/metacontroller/metacontroller": refs[images.METACONTROLLER.name]},
+                patches=(repo / "metacontroller" / "install" / METACONTROLLER_PATCH,),
             )
         )
         self.plane.kubectl("apply", "--server-side", "-k", str(meta), timeout=120)
@@ -598,9 +601,14 @@ class RealNode:
         self.plane.kubectl("apply", "-k", str(project), timeout=120)
 
 
-def kustomization(directory: Path, base: Path, images_: dict[str, str]) -> str:
-    """A kustomization in `directory` of `base` that only swaps images for locally built ones
-    (kustomize takes no absolute paths: the base is named relative to the directory)."""
+def kustomization(
+    directory: Path, base: Path, images_: dict[str, str], patches: tuple[Path, ...] = ()
+) -> str:
+    """A kustomization in `directory` of `base` that swaps images for locally built ones and
+    applies `patches` (kustomize takes no absolute paths: the base is named relative to the
+    directory, and the patches, which it reads only from inside it, are copied there)."""
+    for patch in patches:
+        shutil.copyfile(patch, directory / patch.name)
     entries = []
     for name, ref in images_.items():
         new_name, _, tag = ref.rpartition(":")
@@ -611,6 +619,7 @@ def kustomization(directory: Path, base: Path, images_: dict[str, str]) -> str:
             "kind": "Kustomization",
             "resources": [os.path.relpath(base, directory)],
             "images": entries,
+            "patches": [{"path": patch.name} for patch in patches],
         },
         indent=2,
     )
