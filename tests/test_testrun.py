@@ -178,9 +178,11 @@ def test_files_that_need_late_builds_go_last_in_late_order() -> None:
     assert ordered == ["test_a.py", "test_b.py", "test_helm.py", "test_kueue.py"]
 
 
-def test_the_rejoin_harness_runs_after_the_host_lane_ahead_of_everything_else() -> None:
+def test_the_rejoin_harness_runs_after_the_real_nodes_shared_lane_ahead_of_everything_else() -> (
+    None
+):
     rejoin = next(lane for lane in lanes.lanes() if lane.name == "rejoin")
-    assert rejoin.follows == "host"
+    assert rejoin.follows == "node-shared"
     assert rejoin.nice < min(lane.nice for lane in lanes.lanes() if lane.name != "rejoin")
 
 
@@ -294,7 +296,7 @@ def test_each_real_node_stack_is_started_before_its_lanes_and_stopped_after(
     assert made["node-down-b"].after == ("lane-node-late",)
     assert made["lane-node-shared"].env["MXJOB_NODE_RUN"].startswith(str(tmp_path / "node-b"))
     assert made["lane-kwok"].needs == () and "MXJOB_NODE_RUN" not in made["lane-kwok"].env
-    assert made["lane-rejoin"].after == ("lane-host",)
+    assert made["lane-rejoin"].after == ("lane-node-shared",)
     # Without a prepared real node its lanes start the tier's own fixture (which skips or
     # fails with the reason), and no stack is started for them.
     alone = lane_steps([s for s in prepare.graph() if s.name != "images"], tmp_path, [])
