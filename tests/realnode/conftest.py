@@ -133,7 +133,12 @@ class Node(Cluster):
         }
 
     def wait_rollout(self, namespace: str, kind_name: str, timeout: float = 180) -> None:
-        self.kubectl("rollout", "status", "-n", namespace, kind_name, f"--timeout={timeout:.0f}s")
+        """`kubectl rollout status` for up to `timeout` seconds (the process is given longer:
+        with the client's default of 60 s, a cold run's slow hook pod cut the wait to 60)."""
+        self.stack.kubectl(
+            "rollout", "status", "-n", namespace, kind_name, f"--timeout={timeout:.0f}s",
+            timeout=timeout + 30,
+        )  # fmt: skip
 
     def get_in(self, namespace: str, kind: str, name: str) -> dict[str, Any] | None:
         proc = self.kubectl("get", kind, name, "-n", namespace, "-o", "json", check=False)
