@@ -227,7 +227,9 @@ def test_a_job_at_the_budgets_edge_goes_through_metacontroller_without_a_413(
     assert len(cluster.pods("e2e-edge-alone")) == 2 * count
     for job in ("e2e-edge", "e2e-edge-alone"):
         assert "; held: " not in message(cluster, job), message(cluster, job)
-    refused = [line for line in hook.lines() if line.get("status") != 200 and "status" in line]
+    # Answered is 200, or 304 when Metacontroller's ETag cache holds the answer (a resync of a
+    # body already answered, as a loaded cold run's slower test gives time for): no 4xx or 5xx.
+    refused = [line for line in hook.lines() if line.get("status", 200) not in (200, 304)]
     assert refused == [], refused[:3]
     for name, lines in (("running", edge), ("every Worker replaced", replaced)):
         largest = max(lines, key=lambda line: line["request_bytes"])
