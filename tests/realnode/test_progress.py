@@ -132,9 +132,10 @@ def test_progress_shows_in_kubectl_get_and_mxjob_describe(cluster: Node) -> None
         capture_output=True, text=True, timeout=60, check=True,
     ).stdout  # fmt: skip
     assert "Progress:    epoch " in described and " samples/s" in described, described
-    # The lag is a figure, printed, not a bound: under a cold CI run's load it reached 30.8 s
-    # (the component's first read of the Worker came three passes late), against 3.7-18 s
-    # before; the wait above (120 s) is what fails a pipeline that does not deliver.
+    # Within two pass intervals (issue 38's bound). Cold run 10 once took 30.8 s, when the
+    # component requested 20m and Metacontroller nothing (BestEffort, beside every MXNet pod):
+    # with their requests, cold runs 11 and 12 took 1.2 and 6.9 s, warm runs 5.5-7.5 s.
+    assert lag <= 2 * INTERVAL, f"status.progress came {lag:.1f}s after the first report"
     cluster.wait_condition("shown", "Succeeded", timeout=240)
     final = progress(cluster, "shown")  # MXJOB_EPOCHS 4: the percent done is shown
     assert 0 <= final["percent"] <= 100 and final["replicaType"] == "Worker", final
