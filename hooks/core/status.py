@@ -17,7 +17,7 @@ from hooks.core.naming import Slot
 from hooks.core.observed import FINISHED_PHASES, ObservedPod, PodPhase
 from hooks.core.outcome import Outcome
 from hooks.core.previous import PreviousStatus
-from hooks.core.progress import Noted, Report
+from hooks.core.progress import Report
 from hooks.core.restart.slots import SlotPlan
 from hooks.core.timestamps import earliest, format_time, latest
 
@@ -121,16 +121,15 @@ def progress(job: Job, plans: list[SlotPlan], previous: PreviousStatus) -> Progr
     when the job says how many epochs it trains; until the run reports, the one the previous
     status showed (a restarted run still shows how far the job got)."""
     reported = [
-        (p.current.noted, p.slot, p.current.run)
+        (report, p.current.noted.began, p.slot, p.current.run)
         for p in plans
-        if p.slot.rtype is ReplicaType.WORKER and p.current and p.current.noted.report
+        if p.slot.rtype is ReplicaType.WORKER and p.current and (report := p.current.noted.report)
     ]
     carried = carried_progress(previous)
     if not reported:
         return carried
-    noted, slot, _ = max(reported, key=lambda found: _time(found[0]))
-    report = cast(Report, noted.report)
-    resumes = _resumes(carried, [(_began(n), run) for n, _, run in reported])
+    report, _, slot, _ = max(reported, key=lambda found: found[0].time)
+    resumes = _resumes(carried, [(_began(r, began), run) for r, began, _, run in reported])
     shown: dict[str, Any] = {"epoch": report.epoch}
     if report.batch is not None:
         shown["batch"] = report.batch
@@ -143,16 +142,10 @@ def progress(job: Job, plans: list[SlotPlan], previous: PreviousStatus) -> Progr
     return cast(Progress, found | ({"resumes": resumes} if resumes else {}))
 
 
-def _time(noted: Noted) -> str:
-    return noted.report.time if noted.report is not None else ""
-
-
-def _began(noted: Noted) -> int:
+def _began(report: Report, began: int | None) -> int:
     """Where the Worker's run began: the first report the component read in its log, or,
     noted by a component that did not say, its newest report's epoch."""
-    if noted.began is not None:
-        return noted.began
-    return noted.report.epoch if noted.report is not None else 0
+    return began if began is not None else report.epoch
 
 
 #: Runs whose beginning the status keeps: the newest.

@@ -23,14 +23,14 @@ from tests.realnode.conftest import Node, mxjob, replica
 
 MXJOB = Path(__file__).resolve().parents[2] / ".venv" / "bin" / "mxjob"
 FIT = ["python", "/workloads/fit.py"]
+#: The progress component's pass interval (the install's PROGRESS_INTERVAL_SECONDS).
+INTERVAL = 10
 #: The progress deadline of these jobs: between two reports (their startup, which takes far
 #: longer under the CI's load, is not judged: no firstProgressDeadlineSeconds).
 DEADLINE = 30
 #: Four epochs of 40 batches of at least 0.2 s: about 8 s an epoch, a report every second. Not
 #: 10 s an epoch: the component's passes (every 10 s) then fell, epoch after epoch, just after
 #: an epoch's end, whose line is the newest for the 2.5 s before the next batch line.
-#: The progress component's pass interval (the install's PROGRESS_INTERVAL_SECONDS).
-INTERVAL = 10
 EPOCHS = {"MXJOB_EPOCHS": "4", "BATCHES": "40", "FREQUENT": "5", "BATCH_SECONDS": "0.2"}
 
 
