@@ -112,6 +112,23 @@ def test_condition_types_that_are_not_strings_are_ignored() -> None:
     assert answer["status"]["conditions"][-1]["type"] == "Running"
 
 
+def test_a_false_invalid_spec_condition_is_no_invalid_spec() -> None:
+    """Found by `test_random_observed_children` (stops 44 and 45): a status carrying Failed=False
+    with MXJobInvalidSpec is written back as it is, and the campaign's check took it for an
+    invalid spec that must keep every running pod. The spec is valid: the job drops a running pod
+    that is none of its own, as any valid job does, and the check passes."""
+    job = worker_job()
+    stale = {"type": "Failed", "status": "False", "reason": "MXJobInvalidSpec"}
+    job["status"] = {"conditions": [stale]}
+    children = running_cluster(job)
+    stray = next(c for c in children if c["kind"] == "Pod")
+    children.append(running({**stray, "metadata": {**stray["metadata"], "name": "stray"}}))
+    status, answer = post(request(job, children))
+    assert status == 200
+    assert answer["status"]["conditions"][0] == stale
+    assert "stray" not in {c["metadata"]["name"] for c in answer["children"]}
+
+
 def _finished(labels: Any) -> Json:
     """A succeeded job whose observed Service carries `labels`."""
     job = worker_job()

@@ -837,8 +837,12 @@ def _conditions(status: Any) -> list[Json]:
 
 
 def _is_invalid(status: Any) -> bool:
+    """Failed with MXJobInvalidSpec and true: a false one carried from a fuzzed status says
+    nothing about this spec, whose job may drop a pod it does not want."""
     return any(
-        c.get("type") == "Failed" and c.get("reason") == "MXJobInvalidSpec"
+        c.get("type") == "Failed"
+        and c.get("status") == "True"
+        and c.get("reason") == "MXJobInvalidSpec"
         for c in _conditions(status)
     )
 
