@@ -1,7 +1,8 @@
 """`spec.checkpoint` (docs/restarts.md#checkpoints): one PersistentVolumeClaim per job, made from
 the user's template, mounted in the pods of the replica types it names, its path in
 MXJOB_CHECKPOINT_DIR. The claim outlives whole-job restarts, resizes and cleanPodPolicy: once
-made it is listed as long as the job exists, and goes with the job (its owner reference).
+made it is listed as long as the job exists, and goes with the job (its owner reference) unless
+its retention policy says Retain: then the retention component releases it first.
 
 What is read here is checked here too, by field, so that Kubernetes never refuses the claim a
 job was accepted with (a refused create would leave the job waiting with no word of why).
@@ -13,6 +14,7 @@ from typing import Any
 
 from hooks.core import quantity
 from hooks.core.api import ReplicaType
+from hooks.core.fields import dig
 
 #: The checkpoint volume's name in each pod, and the variable that says where it is mounted.
 VOLUME = "mxjob-checkpoint"
@@ -37,6 +39,14 @@ SPEC_FIELDS = frozenset(
         "volumeAttributesClassName",
     }
 )
+#: What becomes of the claim when its job is deleted (`retentionPolicy.whenDeleted`, the words
+#: of StatefulSet and JobSet): Delete, the default, goes with the job; Retain is kept.
+WHEN_DELETED = ("Delete", "Retain")
+#: The finalizer a MutatingAdmissionPolicy keeps on a job that retains its claim, so that the
+#: retention component can release the claim before the garbage collector sees the job gone.
+RETAIN_FINALIZER = "mxjob.kubeflow.org/retain-checkpoint"
+#: The annotation of a released claim: the uid of the job it was kept from.
+RETAINED_FROM = "mxjob.kubeflow.org/retained-from"
 #: Access modes a checkpoint can use: it is written, so never ReadOnlyMany.
 ACCESS_MODES = ("ReadWriteOnce", "ReadWriteMany", "ReadWriteOncePod")
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -66,6 +76,11 @@ class Checkpoint:
 def claim_name(job: str) -> str:
     """The job's checkpoint claim: `<job>-checkpoint`."""
     return job + CLAIM_SUFFIX
+
+
+def retains(job: object) -> bool:
+    """Whether a job, as the API server stores it, keeps its claim when it is deleted."""
+    return dig(job, "spec", "checkpoint", "retentionPolicy", "whenDeleted") == "Retain"
 
 
 def spec_problems(spec: dict[str, Any], path: str) -> list[tuple[str, str]]:

@@ -20,7 +20,7 @@ from hooks.core.api import (
     ReplicaType,
 )
 from hooks.core.checkpoint import DEFAULT_PATH as CHECKPOINT_PATH
-from hooks.core.checkpoint import claim_name
+from hooks.core.checkpoint import RETAIN_FINALIZER, RETAINED_FROM, claim_name, retains
 from hooks.core.fields import dig, dig_dict, dig_list
 from hooks.core.naming import parse_pod_name
 from hooks.core.progress import (
@@ -44,6 +44,8 @@ __all__ = [
     "LABEL_JOB_NAME",
     "MODE_TYPES",
     "MXNET_CONTAINER",
+    "RETAINED_FROM",
+    "RETAIN_FINALIZER",
     "TERMINAL",
     "TYPE_BY_FOLDED_NAME",
     "VERSION",
@@ -68,5 +70,6 @@ __all__ = [
     "parse_pod_name",
     "parse_time",
     "read_noted",
+    "retains",
     "unsafe",
 ]
