@@ -2214,10 +2214,11 @@ def checkpoint_resume_points_in_the_status() -> Json:
 def invalid_checkpoint_template() -> Json:
     """A claim template Kubernetes would refuse, or a checkpoint cannot use: Failed, by field.
 
-    No storage request, a Block volume, ReadOnlyMany, a field mxjob does not pass on and a
-    relative mount path."""
+    No storage request, a Block volume, ReadOnlyMany, a field mxjob does not pass on, a
+    relative mount path and a retention policy StatefulSet's words do not have."""
     broken = {
         "mountPath": "checkpoints",
+        "retentionPolicy": {"whenDeleted": "Keep", "whenScaled": "Retain"},
         "volumeClaimTemplate": {
             "spec": {
                 "accessModes": ["ReadOnlyMany"],

@@ -317,3 +317,43 @@ def test_a_checkpoint_part_that_is_not_an_object_is_one_problem() -> None:
         _, problems = load({"mxReplicaSpecs": workers, "checkpoint": checkpoint})
         assert [(p.path, p.rule.split(":")[0] if rule == "is required" else p.rule)
                 for p in problems] == [(path, rule)], problems  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("retention", "problems"),
+    [
+        ({"whenDeleted": "Retain"}, []),
+        ({"whenDeleted": "Delete"}, []),
+        ({}, []),
+        (
+            {"whenDeleted": "retain"},
+            [
+                (
+                    "spec.checkpoint.retentionPolicy.whenDeleted",
+                    "must be Delete or Retain, got 'retain'",
+                )
+            ],
+        ),
+        (
+            {"whenScaled": "Delete"},
+            [
+                (
+                    "spec.checkpoint.retentionPolicy.whenScaled",
+                    "is not a retention field (whenDeleted)",
+                )
+            ],
+        ),
+        ("Retain", [("spec.checkpoint.retentionPolicy", "must be an object")]),
+    ],
+)
+def test_a_checkpoint_retention_policy_is_when_deleted_delete_or_retain(
+    retention: object, problems: list[tuple[str, str]]
+) -> None:
+    """`retentionPolicy.whenDeleted` takes StatefulSet's two words; anything else is named."""
+    workers = {"Worker": {"replicas": 1, "template": {"spec": {"containers": [
+        {"name": "mxnet", "image": "i"}]}}}}  # fmt: skip
+    saved = {"volumeClaimTemplate": {"spec": {"resources": {"requests": {"storage": "1Gi"}}}}}
+    _, found = load(
+        {"mxReplicaSpecs": workers, "checkpoint": {**saved, "retentionPolicy": retention}}
+    )
+    assert [(p.path, p.rule) for p in found] == problems

@@ -72,6 +72,8 @@ RUN_POLICY_FIELDS = (
     "progressDeadlineSeconds",
     "firstProgressDeadlineSeconds",
 )
+#: The fields of spec.checkpoint.
+CHECKPOINT_FIELDS = ("volumeClaimTemplate", "mountPath", "replicaTypes", "retentionPolicy")
 #: Shortest progressDeadlineSeconds: the progress component reads logs every 10 s by default,
 #: and a deadline must span a few of its passes and of the script's reports.
 MIN_PROGRESS_DEADLINE = 30
@@ -394,13 +396,11 @@ def _checkpoint(reader: _Reader, raw: object, path: str) -> Checkpoint | None:
     if wrong is not None:
         reader.fail(f"{path}.mountPath", wrong)
     types = _replica_types(reader, saved.get("replicaTypes"), f"{path}.replicaTypes")
+    _retention(reader, saved.get("retentionPolicy"), f"{path}.retentionPolicy")
     reader.problems.extend(
-        Problem(
-            f"{path}.{key}",
-            "is not a checkpoint field (volumeClaimTemplate, mountPath, replicaTypes)",
-        )
+        Problem(f"{path}.{key}", f"is not a checkpoint field ({', '.join(CHECKPOINT_FIELDS)})")
         for key in sorted(saved)
-        if key not in ("volumeClaimTemplate", "mountPath", "replicaTypes")
+        if key not in CHECKPOINT_FIELDS
     )
     return Checkpoint(
         labels=dict(metadata.get("labels", {})),
@@ -409,6 +409,22 @@ def _checkpoint(reader: _Reader, raw: object, path: str) -> Checkpoint | None:
         mount_path=str(mount),
         replica_types=types,
         path=path,
+    )
+
+
+def _retention(reader: _Reader, raw: object, path: str) -> None:
+    """`retentionPolicy`: only `whenDeleted`, Delete or Retain. Read by the admission policy
+    and the retention component, not by the hook (docs/restarts.md#checkpoints)."""
+    policy = reader.mapping(raw, path)
+    if policy is None:
+        return
+    when = policy.get("whenDeleted", "Delete")
+    if when not in checkpoint.WHEN_DELETED:
+        reader.fail(f"{path}.whenDeleted", f"must be Delete or Retain, got {when!r}")
+    reader.problems.extend(
+        Problem(f"{path}.{key}", "is not a retention field (whenDeleted)")
+        for key in sorted(policy)
+        if key != "whenDeleted"
     )
 
 
