@@ -44,6 +44,7 @@ DEPLOYMENTS = frozenset(
         "mxjob-ttl-controller",
         "mxjob-events",
         "mxjob-progress",
+        "mxjob-retention",
         "mxjob-convert",
         "mxjob-certs",
     }

@@ -65,6 +65,7 @@ COMPONENTS = {
     "ttl": "ttl-controller",
     "events": "events",
     "progress": "progress",
+    "retention": "retention",
     "conversion": "conversion",
 }
 
@@ -223,6 +224,7 @@ def test_the_packaged_chart_holds_the_crd_itself(helm: Path, tmp_path: Path) -> 
             "ttl.enabled=false",
             "events.enabled=false",
             "progress.enabled=false",
+            "retention.enabled=false",
             "conversion.enabled=false",
         ],
     ],
@@ -264,8 +266,9 @@ def test_the_tests_kustomization_with_every_component_is_the_variant(
         ("none", ["ttl"]),
         ("none", ["events"]),
         ("none", ["progress"]),
+        ("none", ["retention"]),
         ("volcano", ["conversion"]),
-        ("scheduler-plugins", ["ttl", "events", "progress", "conversion"]),
+        ("scheduler-plugins", ["ttl", "events", "progress", "retention", "conversion"]),
     ],
 )
 def test_a_component_switched_off_renders_the_variant_without_it(
@@ -310,6 +313,7 @@ def test_values_reach_the_objects(render: Render) -> None:
         "ttl.intervalSeconds=10",
         "events.intervalSeconds=2",
         "progress.intervalSeconds=7",
+        "retention.intervalSeconds=3",
         "conversion.replicas=1",
         "conversion.certs.intervalSeconds=30",
         "metacontroller.namespace=platform",
@@ -327,6 +331,7 @@ def test_values_reach_the_objects(render: Render) -> None:
     assert env_of(found["mxjob-ttl-controller"])["TTL_INTERVAL_SECONDS"] == "10"
     assert env_of(found["mxjob-events"])["EVENTS_INTERVAL_SECONDS"] == "2"
     assert env_of(found["mxjob-progress"])["PROGRESS_INTERVAL_SECONDS"] == "7"
+    assert env_of(found["mxjob-retention"])["RETENTION_INTERVAL_SECONDS"] == "3"
     assert env_of(found["mxjob-certs"])["CERTS_INTERVAL_SECONDS"] == "30"
     replicas = {
         o["metadata"]["name"]: o["spec"]["replicas"]

@@ -70,6 +70,8 @@ CLUSTER_SCOPED = {
     "CompositeController",
     "ValidatingAdmissionPolicy",
     "ValidatingAdmissionPolicyBinding",
+    "MutatingAdmissionPolicy",
+    "MutatingAdmissionPolicyBinding",
 }
 #: Metacontroller's pods as its own manifests label them (manifests/production/metacontroller.yaml).
 METACONTROLLER_NAMESPACE = "metacontroller"

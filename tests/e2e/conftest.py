@@ -231,19 +231,18 @@ def cluster(stack: Any) -> Cluster:
 
 
 @contextlib.contextmanager
-def installed_policy(cluster: Cluster, name: str) -> Iterator[None]:
-    """The install's ValidatingAdmissionPolicy `name` and its binding (as the standard variant
+def installed_policy(
+    cluster: Cluster, name: str, kind: str = "ValidatingAdmissionPolicy"
+) -> Iterator[None]:
+    """The install's admission policy `name` of `kind` and its binding (as the standard variant
     builds them) applied, then deleted."""
     built = cluster.kubectl("kustomize", str(REPO / "manifests" / "overlays" / "standard")).stdout
     policy = [
         d
         for d in yaml.safe_load_all(built)
-        if d and d["kind"].startswith("ValidatingAdmissionPolicy") and d["metadata"]["name"] == name
+        if d and d["kind"].startswith(kind) and d["metadata"]["name"] == name
     ]
-    assert {d["kind"] for d in policy} == {
-        "ValidatingAdmissionPolicy",
-        "ValidatingAdmissionPolicyBinding",
-    }
+    assert {d["kind"] for d in policy} == {kind, f"{kind}Binding"}
     text = "\n---\n".join(yaml.safe_dump(d) for d in policy)
     cluster.kubectl("apply", "-f", "-", stdin=text)
     try:
