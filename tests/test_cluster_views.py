@@ -201,6 +201,10 @@ def test_describe_shows_the_checkpoint_claim_and_where_each_run_began() -> None:
     )
     odd = {"resumes": [{"run": "1", "epoch": 2}, "x"]}
     assert view.checkpoint_words(job, "mnist", odd) == "claim mnist-checkpoint at /mxjob/checkpoint"
+    job["spec"]["checkpoint"]["retentionPolicy"] = {"whenDeleted": "Retain"}
+    assert view.checkpoint_words(job, "mnist", {}) == (
+        "claim mnist-checkpoint at /mxjob/checkpoint, kept when the job is deleted"
+    )
 
 
 def test_describe_tells_conditions_pods_in_order_and_the_last_failure() -> None:

@@ -19,6 +19,7 @@ from hooks.core.public import (
     dig_list,
     load,
     parse_time,
+    retains,
 )
 from hooks.jobs.replicas import Replica, job_replicas, mxnet_status
 
@@ -492,12 +493,14 @@ def progress_words(found: dict[str, Any], now: datetime) -> str:
 
 def checkpoint_words(job: object, name: str, found: dict[str, Any]) -> str:
     """`claim mnist-checkpoint at /mxjob/checkpoint; runs began at epoch 0 (run 0), 2 (run 1)`:
-    the job's checkpoint claim (spec.checkpoint) and where each run began; `-` without one."""
+    the job's checkpoint claim (spec.checkpoint), whether it is kept when the job is deleted, and
+    where each run began; `-` without one."""
     saved = dig(job, "spec", "checkpoint")
     if not isinstance(saved, dict):
         return NONE
     path = saved.get("mountPath", CHECKPOINT_PATH)
     words = f"claim {safe(claim_name(name))} at {safe(path)}"
+    words += ", kept when the job is deleted" if retains(job) else ""
     resumes = found.get("resumes")
     began = [
         f"{r['epoch']} (run {r['run']})"

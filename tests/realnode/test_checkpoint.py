@@ -1,13 +1,17 @@
 """A checkpoint claim per job with real MXNet 1.9.1 processes (docs/restarts.md#checkpoints):
 a `Module.fit` script saving into MXJOB_CHECKPOINT_DIR (workloads/checkpointed.py) on a volume
 the test provides, its Server killed mid-training; the whole-job restart's next run resumes
-where the checkpoint ends, the status says so, and the claim goes with the job.
+where the checkpoint ends, the status says so, and the claim goes with the job. A claim whose
+retention policy says Retain is kept when its job is deleted, with its files, and a job of the
+same name resumes on it once the user hands it over.
 
-The volume is a hostPath PersistentVolume of a class of this test's own (no provisioner,
-bound when the first pod is scheduled, as a local volume is), both named after the test's
-namespace so sessions sharing the stack do not meet.
+Each volume is a hostPath PersistentVolume of a class of this file's own (no provisioner,
+bound when the first pod is scheduled, as a local volume is), named after the test's namespace
+and the test, so sessions sharing the stack do not meet.
 """
 
+import json
+import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,8 +19,9 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.conftest import NAMESPACE
-from tests.realnode.conftest import Node, mxjob, replica
+from hooks.core.public import RETAIN_FINALIZER, RETAINED_FROM
+from tests.e2e.conftest import NAMESPACE, wait_for
+from tests.realnode.conftest import WAITING, Node, mxjob, replica
 
 CHECKPOINTED = ["python", "/workloads/checkpointed.py"]
 #: Five epochs of 40 batches of at least 0.2 s (about 8 s an epoch), a report every 5 batches.
@@ -27,7 +32,7 @@ CLASS = f"mxjob-checkpoint-{NAMESPACE}"
 @pytest.fixture
 def volume(cluster: Node, tmp_path: Path) -> Iterator[str]:
     """A 1 GiB hostPath volume of the class CLASS, removed after the test."""
-    name = f"{CLASS}-volume"
+    name = f"{CLASS}-{re.sub('[^a-z0-9]+', '-', tmp_path.name.lower()).strip('-')[-30:]}"
     folder = tmp_path / "checkpoints"
     cluster.apply(
         {
@@ -103,3 +108,61 @@ def test_a_killed_server_resumes_from_the_checkpoint(cluster: Node, volume: str)
     # Deleted with the job (its owner reference): the volume is released, its files kept.
     cluster.delete("mxjob", "kept")
     cluster.wait_gone("persistentvolumeclaim", "kept-checkpoint")
+
+
+def test_a_retained_claim_outlives_its_job_and_serves_the_next(cluster: Node, volume: str) -> None:
+    """Retain: the job is deleted, its claim stays Bound to the same volume with the file its
+    Worker wrote; a job of the same name resumes on it once the user labels it with the new
+    job's uid (Metacontroller adopts it); edited to Delete, that job takes the claim with it."""
+    checkpoint = {
+        "volumeClaimTemplate": {
+            "spec": {"storageClassName": CLASS, "resources": {"requests": {"storage": "1Gi"}}}
+        },
+        "retentionPolicy": {"whenDeleted": "Retain"},
+    }
+    writes = ["sh", "-c", 'echo 7 >> "$MXJOB_CHECKPOINT_DIR/epochs"; ' + WAITING[-1]]
+    job = mxjob(
+        "retained",
+        {"Worker": replica(cluster.image("mxjob-base"), command=writes)},
+        checkpoint=checkpoint,
+    )
+    cluster.apply(job)
+    first = cluster.get("mxjob", "retained")
+    assert first is not None and first["metadata"]["finalizers"] == [RETAIN_FINALIZER]
+    cluster.wait_condition("retained", "Running", timeout=120)
+    claim = cluster.get("persistentvolumeclaim", "retained-checkpoint")
+    assert claim is not None and claim["status"]["phase"] == "Bound", claim
+
+    cluster.delete("mxjob", "retained")
+    cluster.wait_gone("mxjob", "retained")  # the retention component released the claim
+    wait_for("the Worker gone", lambda: not cluster.pods("retained"), 60)
+    kept = cluster.get("persistentvolumeclaim", "retained-checkpoint")
+    assert kept is not None and kept["metadata"]["uid"] == claim["metadata"]["uid"]
+    assert kept["status"]["phase"] == "Bound" and kept["spec"]["volumeName"] == volume
+    assert "ownerReferences" not in kept["metadata"], kept["metadata"]
+    assert kept["metadata"]["annotations"][RETAINED_FROM] == first["metadata"]["uid"]
+
+    # The same job again: it waits for a claim of its name it does not own, until the user
+    # hands the kept one over; then its Worker finds the first run's file.
+    cluster.apply(job)
+    second = cluster.get("mxjob", "retained")
+    assert second is not None
+    handed = json.dumps({"metadata": {"labels": {"controller-uid": second["metadata"]["uid"]}}})
+    cluster.kubectl(
+        "patch", "persistentvolumeclaim", "retained-checkpoint", "-n", NAMESPACE,
+        "--type=merge", "-p", handed,
+    )  # fmt: skip
+    cluster.wait_condition("retained", "Running", timeout=120)
+    worker = next(iter(cluster.pods("retained")))
+    read = cluster.kubectl(
+        "exec", "-n", NAMESPACE, worker, "--", "sh", "-c", 'cat "$MXJOB_CHECKPOINT_DIR/epochs"'
+    )
+    assert read.stdout.split() == ["7", "7"], read.stdout
+    adopted = cluster.get("persistentvolumeclaim", "retained-checkpoint")
+    assert adopted is not None and adopted["metadata"]["uid"] == claim["metadata"]["uid"]
+
+    delete = json.dumps({"spec": {"checkpoint": {"retentionPolicy": {"whenDeleted": "Delete"}}}})
+    cluster.kubectl("patch", "mxjob", "retained", "-n", NAMESPACE, "--type=merge", "-p", delete)
+    assert "finalizers" not in (cluster.get("mxjob", "retained") or {})["metadata"]
+    cluster.delete("mxjob", "retained")
+    cluster.wait_gone("persistentvolumeclaim", "retained-checkpoint")
