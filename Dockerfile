@@ -1,5 +1,6 @@
 # The hook image, and that of the components that run from it with another command (`python -m
-# ttl`, `python -m certs`, `python -m events`, `python -m progress`). Build: make image (docker, podman or buildah).
+# ttl`, `python -m certs`, `python -m events`, `python -m progress`, `python -m retention`).
+# Build: make image (docker, podman or buildah).
 #
 # Pinned base: a Python 3.11 patch release on Debian 13 slim. For reproducible releases pin the
 # digest too (FROM python:3.11.14-slim-trixie@sha256:…), e.g. with Renovate.
@@ -27,10 +28,11 @@ COPY ttl/ ttl/
 COPY certs/ certs/
 COPY events/ events/
 COPY progress/ progress/
+COPY retention/ retention/
 # The conversion webhook checks what a stash brings in against the CRD's v1 schema.
 COPY manifests/crd/mxjobs.kubeflow.org.yaml manifests/crd/mxjobs.kubeflow.org.yaml
 # Bytecode is compiled now: at run time the root filesystem is read-only.
-RUN python -m compileall -q /opt/venv/lib hooks component ttl certs events progress
+RUN python -m compileall -q /opt/venv/lib hooks component ttl certs events progress retention
 ENV PATH=/opt/venv/bin:$PATH \
     PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
