@@ -4,7 +4,9 @@ gives the claim up, and only then loses its retain finalizer.
 The decisions (`retention.release`) are tested as tables. The loop (`retention.controller`) runs
 against an in-memory stand-in for the four calls it makes, which records them and applies each
 JSON patch as the API server does (a failed `test` is a 422; a job being deleted goes when its
-last finalizer does); its behaviour against a real API server is the end-to-end tier's job.
+last finalizer does); its behaviour against a real API server is the end-to-end tier's job
+(tests/e2e/test_retention.py). Each update it makes is checked against the install's
+ValidatingAdmissionPolicy, so that the component and the policy that fences its token agree.
 """
 
 import copy
@@ -13,10 +15,14 @@ import logging
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
+import yaml
+from celpy import celtypes
+from celpy.adapter import json_to_cel
 from kubernetes.client.exceptions import ApiException
 
 from component import runtime
@@ -34,7 +40,9 @@ from retention.release import (
     pointer,
     release_patch,
 )
+from tests.manifest_support import cel_program, policy_admits
 
+REPO = Path(__file__).resolve().parent.parent
 DELETED_AT = "2026-03-01T12:00:00Z"
 ANNOTATION_PATH = "/metadata/annotations/mxjob.kubeflow.org~1retained-from"
 
@@ -270,7 +278,8 @@ def apply_patch(document: dict[str, Any], patch: Patch) -> dict[str, Any]:
 class FakeCluster:
     """In-memory MXJobs and claims behind the four calls `retention.controller` makes.
 
-    `calls` records each call as (verb, resource, name); `patches` the body of each patch.
+    `calls` records each call as (verb, resource, name); `patches` the body of each patch;
+    `updates` each object a patch changed, before and after (what admission sees).
     `fail` makes a call raise: keyed by (verb, resource, name). `before_claim_patch` runs just
     before a claim patch lands (a race).
     """
@@ -281,6 +290,7 @@ class FakeCluster:
     before_claim_patch: Any = None
     calls: list[tuple[str, str, str | None]] = field(default_factory=list)
     patches: list[tuple[str, str, Patch]] = field(default_factory=list)
+    updates: list[tuple[str, dict[str, Any], dict[str, Any]]] = field(default_factory=list)
 
     def _call(self, verb: str, resource: str, name: str | None) -> None:
         self.calls.append((verb, resource, name))
@@ -319,6 +329,7 @@ class FakeCluster:
         self.patches.append(("mxjobs", name, body))
         i = self._find(self.jobs, namespace, name)
         patched = apply_patch(self.jobs[i], body)
+        self.updates.append(("mxjobs", self.jobs[i], patched))
         if "deletionTimestamp" in patched["metadata"] and not patched["metadata"]["finalizers"]:
             del self.jobs[i]  # the last finalizer gone: the API server deletes the job
         else:
@@ -341,8 +352,10 @@ class FakeCluster:
         if self.before_claim_patch is not None:
             self.before_claim_patch()
         i = self._find(self.claims, namespace, name)
-        self.claims[i] = apply_patch(self.claims[i], body)
-        return self.claims[i]
+        patched = apply_patch(self.claims[i], body)
+        self.updates.append(("persistentvolumeclaims", self.claims[i], patched))
+        self.claims[i] = patched
+        return patched
 
     def run_once(self, namespace: str | None = None) -> Result:
         return run_once(self, self, namespace)
@@ -549,6 +562,77 @@ def test_the_loop_survives_a_failed_pass_and_stops_on_request() -> None:
     assert stop.waited == [5.0, 5.0]
     assert api.calls == [LIST, LIST, GET_CLAIM, PATCH_CLAIM, PATCH_JOB]
     assert api.jobs == []
+
+
+# --- what the install's ValidatingAdmissionPolicy admits (manifests/components/retention) -----
+
+ACCOUNT = "system:serviceaccount:mxjob-system:mxjob-retention"
+POLICY = REPO / "manifests" / "components" / "retention" / "retention.yaml"
+
+
+def plain(value: Any) -> Any:
+    """A CEL value as the JSON it stands for (a bool read back as JSON would be an int)."""
+    if isinstance(value, celtypes.BoolType):
+        return bool(value)
+    if isinstance(value, dict):
+        return {str(key): plain(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [plain(item) for item in value]
+    return str(value) if isinstance(value, str) else value
+
+
+def admitted(resource: str, old: dict[str, Any], new: dict[str, Any]) -> bool:
+    """Whether the component's policy admits this update by its account: its `variables`
+    evaluated in order, as kube-apiserver does, then its conditions and validations."""
+    objects = {d["kind"]: d for d in yaml.safe_load_all(POLICY.read_text()) if d}
+    spec = objects["ValidatingAdmissionPolicy"]["spec"]
+    request = {"operation": "UPDATE", "userInfo": {"username": ACCOUNT},
+               "resource": {"group": "", "version": "v1", "resource": resource}}  # fmt: skip
+    activation: dict[str, Any] = {"request": json_to_cel(request), "object": json_to_cel(new),
+                                  "oldObject": json_to_cel(old)}  # fmt: skip
+    variables: dict[str, Any] = {}
+    for variable in spec.get("variables", []):
+        activation["variables"] = json_to_cel(variables)
+        variables[variable["name"]] = plain(
+            cel_program(variable["expression"]).evaluate(activation)
+        )
+    return policy_admits(spec, request, object=new, oldObject=old, variables=variables)
+
+
+#: An owner that is no MXJob: it stays on a released claim.
+CONFIG_OWNER = {"apiVersion": "v1", "kind": "ConfigMap", "name": "settings", "uid": "cm-uid"}
+
+
+@pytest.mark.parametrize(
+    ("job", "claims"),
+    [
+        (mxjob(), [claim_of(mxjob())]),
+        (
+            mxjob(),
+            [
+                claim_of(
+                    mxjob(),
+                    owners=[CONFIG_OWNER, owner("uid-train")],
+                    annotations={"team": "vision"},
+                )
+            ],
+        ),
+        (mxjob(when_deleted="Delete", finalizers=("example.com/other", RETAIN_FINALIZER)), []),
+        (mxjob(), []),
+    ],
+    ids=["released", "another owner and annotations kept", "Delete", "no claim"],
+)
+def test_every_update_the_loop_makes_is_admitted(
+    job: dict[str, Any], claims: list[dict[str, Any]]
+) -> None:
+    api = FakeCluster([job], claims)
+    assert api.run_once().errors == 0
+    assert api.updates
+    for resource, old, new in api.updates:
+        assert admitted(resource, old, new), (resource, new["metadata"])
+        changed = copy.deepcopy(new)
+        changed["spec"]["touched"] = True
+        assert not admitted(resource, old, changed), "the policy is read, not waved through"
 
 
 # --- the command line -------------------------------------------------------------------------
