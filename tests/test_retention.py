@@ -617,10 +617,26 @@ CONFIG_OWNER = {"apiVersion": "v1", "kind": "ConfigMap", "name": "settings", "ui
                 )
             ],
         ),
+        (
+            mxjob(),
+            [
+                claim_of(
+                    mxjob(),
+                    owners=[owner("uid-other", "other"), owner("uid-train")],
+                    labels={"controller-uid": "uid-other"},
+                )
+            ],
+        ),
         (mxjob(when_deleted="Delete", finalizers=("example.com/other", RETAIN_FINALIZER)), []),
         (mxjob(), []),
     ],
-    ids=["released", "another owner and annotations kept", "Delete", "no claim"],
+    ids=[
+        "released",
+        "another owner and annotations kept",
+        "another MXJob's owner reference and selector label kept",
+        "Delete",
+        "no claim",
+    ],
 )
 def test_every_update_the_loop_makes_is_admitted(
     job: dict[str, Any], claims: list[dict[str, Any]]

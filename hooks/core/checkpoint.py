@@ -80,7 +80,7 @@ def claim_name(job: str) -> str:
 
 def retains(job: object) -> bool:
     """Whether a job, as the API server stores it, keeps its claim when it is deleted."""
-    return dig(job, "spec", "checkpoint", "retentionPolicy", "whenDeleted") == "Retain"
+    return bool(dig(job, "spec", "checkpoint", "retentionPolicy", "whenDeleted") == "Retain")
 
 
 def spec_problems(spec: dict[str, Any], path: str) -> list[tuple[str, str]]:

@@ -103,10 +103,10 @@ def test_a_retained_claim_outlives_its_job_and_a_deleted_one_does_not(
     assert finalizers(cluster, kept) == [RETAIN_FINALIZER]
     assert finalizers(cluster, gone) == []
     # An edit moves the finalizer with the policy, both ways.
-    for when, held in (("Delete", []), ("Retain", [RETAIN_FINALIZER])):
+    for when, expected in (("Delete", []), ("Retain", [RETAIN_FINALIZER])):
         patch = json.dumps({"spec": {"checkpoint": {"retentionPolicy": {"whenDeleted": when}}}})
         cluster.kubectl("patch", "mxjob", kept, "-n", NAMESPACE, "--type=merge", "-p", patch)
-        assert finalizers(cluster, kept) == held
+        assert finalizers(cluster, kept) == expected
 
     # What the token may not do: take a finalizer off a job not being deleted, edit a job,
     # take a claim without releasing it from a job.
