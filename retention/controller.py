@@ -30,6 +30,9 @@ LOG = logging.getLogger("retention")
 HTTP_NOT_FOUND = 404
 #: A race, not a failure: the object is gone (404), or a `test` found it changed (409, 422).
 RACES = frozenset({404, 409, 422})
+#: Both patches are JSON patches. Named, not guessed: the client sends a custom object's list
+#: body as a merge patch, which the API server refuses (400).
+JSON_PATCH = "application/json-patch+json"
 
 
 class Jobs(MXJobLister, Protocol):
@@ -44,6 +47,7 @@ class Jobs(MXJobLister, Protocol):
         name: str,
         body: Patch,
         *,
+        _content_type: str | None = None,
         _request_timeout: int | None = None,
     ) -> object: ...
 
@@ -68,6 +72,7 @@ class Claims(Protocol):
         namespace: str,
         body: Patch,
         *,
+        _content_type: str | None = None,
         _request_timeout: int | None = None,
     ) -> object: ...
 
@@ -117,7 +122,7 @@ def _settle(jobs: Jobs, claims: Claims, job: Pending, result: Result) -> None:
     try:
         jobs.patch_namespaced_custom_object(
             GROUP, VERSION, job.namespace, PLURAL, job.name, finalizer_patch(job),
-            _request_timeout=REQUEST_TIMEOUT_SECONDS,
+            _content_type=JSON_PATCH, _request_timeout=REQUEST_TIMEOUT_SECONDS,
         )  # fmt: skip
     except ApiException as exc:
         _race(exc, job, "finalizer kept: the job is gone or changed since listed")
@@ -145,7 +150,7 @@ def _release(claims: Claims, job: Pending, result: Result) -> bool:
     try:
         claims.patch_namespaced_persistent_volume_claim(
             name, job.namespace, release_patch(claim, job.uid),
-            _request_timeout=REQUEST_TIMEOUT_SECONDS,
+            _content_type=JSON_PATCH, _request_timeout=REQUEST_TIMEOUT_SECONDS,
         )  # fmt: skip
     except ApiException as exc:
         _race(exc, job, f"claim {name} not released: gone or changed since read")
