@@ -210,40 +210,40 @@ def test_the_manifests_write_the_version_once() -> None:
     assert entry == {"name": "mxjob", "newTag": VERSION}
 
 
-@pytest.mark.parametrize("variant", INSTALL_OVERLAYS)
-def test_events_component_may_watch_jobs_and_create_events_only(variant: str) -> None:
-    objects = installed(variant)
-    assert one(objects, "ClusterRole", "mxjob-events")["rules"] == [
+#: What each API-calling component's loop calls, nothing else; its account's writes are held
+#: further by its ValidatingAdmissionPolicy (tests/e2e/test_component_tokens.py,
+#: tests/e2e/test_progress.py, tests/e2e/test_retention.py).
+COMPONENT_RULES = {
+    "events": [
         {"apiGroups": ["kubeflow.org"], "resources": ["mxjobs"], "verbs": ["list", "watch"]},
         {"apiGroups": [""], "resources": ["events"], "verbs": ["create"]},
-    ]
-    pod = one(objects, "Deployment", "mxjob-events")["spec"]["template"]["spec"]
-    assert pod["serviceAccountName"] == "mxjob-events"
-    assert pod["containers"][0]["command"] == ["python", "-m", "events"]
-    (subject,) = one(objects, "ClusterRoleBinding", "mxjob-events")["subjects"]
-    assert (subject["name"], subject["namespace"]) == ("mxjob-events", HOOK_NAMESPACE)
-
-
-@pytest.mark.parametrize("variant", INSTALL_OVERLAYS)
-def test_progress_component_may_read_logs_and_patch_pods_only(variant: str) -> None:
-    """What progress/collector.py calls, nothing else; its patches are held to one annotation
-    by its ValidatingAdmissionPolicy (tests/e2e/test_progress.py)."""
-    objects = installed(variant)
-    assert one(objects, "ClusterRole", "mxjob-progress")["rules"] == [
+    ],
+    "progress": [
         {"apiGroups": ["kubeflow.org"], "resources": ["mxjobs"], "verbs": ["list"]},
         {"apiGroups": [""], "resources": ["pods"], "verbs": ["list", "patch"]},
         {"apiGroups": [""], "resources": ["pods/log"], "verbs": ["get"]},
-    ]
-    pod = one(objects, "Deployment", "mxjob-progress")["spec"]["template"]["spec"]
-    assert pod["serviceAccountName"] == "mxjob-progress"
-    assert pod["containers"][0]["command"] == ["python", "-m", "progress"]
-    (subject,) = one(objects, "ClusterRoleBinding", "mxjob-progress")["subjects"]
-    assert (subject["name"], subject["namespace"]) == ("mxjob-progress", HOOK_NAMESPACE)
-    policy = one(objects, "ValidatingAdmissionPolicy", "mxjob-progress")["spec"]
+    ],
+    "retention": [
+        {"apiGroups": ["kubeflow.org"], "resources": ["mxjobs"], "verbs": ["list", "patch"]},
+        {"apiGroups": [""], "resources": ["persistentvolumeclaims"], "verbs": ["get", "patch"]},
+    ],
+}
+
+
+@pytest.mark.parametrize("variant", INSTALL_OVERLAYS)
+@pytest.mark.parametrize("component", sorted(COMPONENT_RULES))
+def test_a_component_may_make_exactly_its_calls(variant: str, component: str) -> None:
+    objects = installed(variant)
+    account = f"mxjob-{component}"
+    assert one(objects, "ClusterRole", account)["rules"] == COMPONENT_RULES[component]
+    pod = one(objects, "Deployment", account)["spec"]["template"]["spec"]
+    assert pod["serviceAccountName"] == account
+    assert pod["containers"][0]["command"] == ["python", "-m", component]
+    (subject,) = one(objects, "ClusterRoleBinding", account)["subjects"]
+    assert (subject["name"], subject["namespace"]) == (account, HOOK_NAMESPACE)
+    policy = one(objects, "ValidatingAdmissionPolicy", account)["spec"]
     (condition,) = policy["matchConditions"]
-    assert condition["expression"].endswith(
-        f'"system:serviceaccount:{HOOK_NAMESPACE}:mxjob-progress"'
-    )
+    assert condition["expression"].endswith(f'"system:serviceaccount:{HOOK_NAMESPACE}:{account}"')
 
 
 def test_kube_state_metrics_component_ships_its_config_and_read_rights(tmp_path: Path) -> None:

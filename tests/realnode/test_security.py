@@ -171,6 +171,34 @@ TTL_REFUSAL = (
 )
 
 
+def test_retention_token_patches_mxjobs_and_claims_and_nothing_else(cluster: Node) -> None:
+    """The retention component's token lists MXJobs and reads claims; its patches of a running
+    job are refused by its ValidatingAdmissionPolicy, and everything else by RBAC: no get of a
+    job, no delete, no create, no Secret, no pod."""
+    retention = token(cluster, "mxjob-retention", HOOK_NAMESPACE)
+    jobs = f"/apis/kubeflow.org/v1/namespaces/{NAMESPACE}/mxjobs"
+    claims = f"/api/v1/namespaces/{NAMESPACE}/persistentvolumeclaims"
+    cluster.apply(waiting_job(cluster, "guarded", workers=1))
+    assert api(cluster, retention, "GET", "/apis/kubeflow.org/v1/mxjobs")[0] == 200
+    assert api(cluster, retention, "GET", f"{claims}/none-checkpoint")[0] == 404
+    code, refused = api(
+        cluster, retention, "PATCH", f"{jobs}/guarded", {"spec": {"runPolicy": {"suspend": True}}}
+    )
+    assert (code, "the retention component may only" in refused.get("message", "")) == (
+        403,
+        True,
+    ), refused
+    for method, path in (
+        ("GET", f"{jobs}/guarded"),
+        ("DELETE", f"{jobs}/guarded"),
+        ("DELETE", f"{claims}/none-checkpoint"),
+        ("GET", f"/api/v1/namespaces/{HOOK_NAMESPACE}/secrets"),
+        ("GET", f"/api/v1/namespaces/{NAMESPACE}/pods"),
+    ):
+        assert api(cluster, retention, method, path)[0] == 403, (method, path)
+    assert api(cluster, retention, "POST", jobs, waiting_job(cluster, "smuggled"))[0] == 403
+
+
 def test_metacontroller_stock_account_can_run_mxjobs(cluster: Node) -> None:
     """Metacontroller's own production RBAC is installed unchanged: it can do what the
     CompositeController needs, and (a finding for the docs) everything else too."""
