@@ -23,6 +23,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from component.kube import PLURAL, REQUEST_TIMEOUT_SECONDS, MXJobLister, list_jobs
+from component.ref import log_fields
 from hooks.core.public import GROUP, VERSION, claim_name
 from retention.release import Patch, Pending, finalizer_patch, owned_by, pending, release_patch
 
@@ -110,7 +111,9 @@ def run_once(jobs: Jobs, claims: Claims, namespace: str | None = None) -> Result
             _settle(jobs, claims, job, result)
         except Exception:  # one job the loop cannot settle stops no other
             result.errors += 1
-            LOG.exception("failed on this job; going on", extra={"fields": _fields(job, "error")})
+            LOG.exception(
+                "failed on this job; going on", extra={"fields": log_fields(job, "error")}
+            )
     return result
 
 
@@ -167,18 +170,8 @@ def _race(exc: ApiException, job: Pending, message: str) -> None:
     _log(logging.DEBUG, message, job, "race", f"HTTP {exc.status} {exc.reason}")
 
 
-def _fields(job: Pending | None, action: str) -> dict[str, str]:
-    fields = {"action": action}
-    if job is not None:
-        fields.update(namespace=job.namespace, name=job.name, uid=job.uid)
-    return fields
-
-
 def _log(level: int, message: str, job: Pending | None, action: str, reason: str = "") -> None:
-    fields = _fields(job, action)
-    if reason:
-        fields["reason"] = reason
-    LOG.log(level, message, extra={"fields": fields})
+    LOG.log(level, message, extra={"fields": log_fields(job, action, reason)})
 
 
 def check(result: Result) -> None:
@@ -204,6 +197,6 @@ def run(
         try:
             run_once(jobs, claims, namespace)
         except Exception:
-            LOG.exception("pass failed; retrying", extra={"fields": _fields(None, "error")})
+            LOG.exception("pass failed; retrying", extra={"fields": log_fields(None, "error")})
         stop.wait(interval)
     _log(logging.INFO, "stopped", None, "stop")

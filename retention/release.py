@@ -9,6 +9,7 @@ lands on another that took its name since it was read: the API server refuses it
 from dataclasses import dataclass
 from typing import Any
 
+from component.ref import job_ref
 from hooks.core.public import RETAIN_FINALIZER, RETAINED_FROM, dig, dig_list, retains
 
 #: The label of Metacontroller's generated selector on the children of a parent: its uid.
@@ -39,10 +40,12 @@ def pending(job: object) -> Pending | None:
         return None
     if RETAIN_FINALIZER not in finalizers:
         return None
-    namespace, name, uid = (dig(job, "metadata", key) for key in ("namespace", "name", "uid"))
-    if not all(isinstance(value, str) and value for value in (namespace, name, uid)):
+    ref = job_ref(job)
+    if ref is None:
         return None
-    return Pending(namespace, name, uid, retains(job), finalizers.index(RETAIN_FINALIZER))
+    return Pending(
+        ref.namespace, ref.name, ref.uid, retains(job), finalizers.index(RETAIN_FINALIZER)
+    )
 
 
 def owned_by(claim: object, uid: str) -> bool:

@@ -29,12 +29,13 @@ from kubernetes.client import V1DeleteOptions
 from kubernetes.client.exceptions import ApiException
 
 from component import kube
+from component.ref import JobRef
 from hooks.logs import JsonFormatter
 from tests.manifest_support import kustomize_command, policy_admits
 from tests.required import unavailable
 from ttl import __main__ as cli
 from ttl import controller
-from ttl.controller import JobRef, run_once, sleep_seconds
+from ttl.controller import run_once, sleep_seconds
 from ttl.expiry import Action, Decision, decide
 
 REPO = Path(__file__).resolve().parent.parent

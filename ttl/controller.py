@@ -28,6 +28,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from component.kube import PLURAL, REQUEST_TIMEOUT_SECONDS, MXJobLister, api_client, list_jobs
+from component.ref import JobRef, job_ref, log_fields
 from hooks.core.public import GROUP, VERSION, dig, earliest
 from ttl.expiry import Action, Decision, decide
 
@@ -67,15 +68,6 @@ class CustomObjects(MXJobLister, Protocol):
     ) -> object: ...
 
 
-@dataclass(frozen=True)
-class JobRef:
-    """One MXJob object: a name can come back with a new uid, an object cannot."""
-
-    namespace: str
-    name: str
-    uid: str
-
-
 @dataclass
 class Sweep:
     """What one pass did: the jobs it deleted, when to look again, how many calls failed."""
@@ -105,7 +97,7 @@ def run_once(api: CustomObjects, now: datetime, namespace: str | None = None) ->
     """
     sweep = Sweep()
     for job in list_jobs(api, namespace):
-        ref = _ref(job)
+        ref = job_ref(job)
         if ref is None:
             _log(logging.WARNING, "skipped an MXJob without namespace, name or uid", None, "never")
             continue
@@ -135,7 +127,7 @@ def _delete_if_still_expired(api: CustomObjects, ref: JobRef, now: datetime, swe
     except ApiException as exc:
         _api_error(exc, "reading it again before deleting", ref, sweep)
         return
-    fresh_ref = _ref(fresh)
+    fresh_ref = job_ref(fresh)
     if fresh_ref != ref:
         _log(logging.DEBUG, "not deleted: re-created since listed", ref, "conflict")
         return
@@ -175,13 +167,6 @@ def _api_error(exc: ApiException, doing: str, ref: JobRef, sweep: Sweep) -> None
         _log(logging.ERROR, f"failed {doing}", ref, "error", reason)
 
 
-def _ref(job: object) -> JobRef | None:
-    namespace, name, uid = (dig(job, "metadata", key) for key in ("namespace", "name", "uid"))
-    if all(isinstance(v, str) and v for v in (namespace, name, uid)):
-        return JobRef(namespace, name, uid)
-    return None
-
-
 def _keep(ref: JobRef, decision: Decision, sweep: Sweep) -> None:
     """Log why a job stays (a warning if it could not be read) and when to look again."""
     level = logging.WARNING if decision.malformed else logging.DEBUG
@@ -191,12 +176,7 @@ def _keep(ref: JobRef, decision: Decision, sweep: Sweep) -> None:
 
 
 def _log(level: int, message: str, ref: JobRef | None, action: str, reason: str = "") -> None:
-    fields: dict[str, str] = {"action": action}
-    if ref is not None:
-        fields.update(namespace=ref.namespace, name=ref.name, uid=ref.uid)
-    if reason:
-        fields["reason"] = reason
-    LOG.log(level, message, extra={"fields": fields})
+    LOG.log(level, message, extra={"fields": log_fields(ref, action, reason)})
 
 
 def sleep_seconds(recheck_at: datetime | None, now: datetime, interval: float) -> float:
