@@ -13,6 +13,11 @@ MXNET_CONTAINER = "mxnet"
 #: The init container that holds a replacement Worker back until ps-lite can take it
 #: (hooks/core/restart/rejoin.py).
 WAIT_CONTAINER = "mxjob-rejoin-wait"
+#: The containers of a pod that restarts in place (hooks/core/build/inplace.py): a sidecar that
+#: restarts every container when the pod's restart annotation changes, and an init container
+#: that holds a restarted pod until the hook releases its run.
+RESTARTER_CONTAINER = "mxjob-restarter"
+BARRIER_CONTAINER = "mxjob-barrier"
 #: Keys of the job's config ConfigMap: the cluster and tuner-server keys a run started with.
 CLUSTER_KEY = "cluster"
 LABELS_KEY = "labels"
@@ -91,6 +96,14 @@ class TopologyMode(StrEnum):
     PREFERRED = "Preferred"
 
 
+class RestartStrategy(StrEnum):
+    """How a whole-job restart restarts the pods (docs/restarts.md#in-place): deleted and made
+    again, or every container of every pod restarted where it is."""
+
+    RECREATE = "Recreate"
+    IN_PLACE = "InPlace"
+
+
 class CleanPodPolicy(StrEnum):
     """Which pods are removed once the job has finished (docs/run-policy.md)."""
 
@@ -151,6 +164,11 @@ ANNOTATION_RESTARTS = "mxjob.kubeflow.org/restarts-before"
 ANNOTATION_RUN = "mxjob.kubeflow.org/run"
 #: The attempt of its replica a pod is: 0 at first, N for `-rN` (docs/restarts.md).
 ANNOTATION_ATTEMPT = "mxjob.kubeflow.org/attempt"
+
+#: The run an in-place pod is asked to restart for, and the run it is released into: written
+#: by the restarter component, read by the pod's restarter and barrier (docs/restarts.md).
+ANNOTATION_RESTART = "mxjob.kubeflow.org/restart"
+ANNOTATION_GO = "mxjob.kubeflow.org/go"
 
 #: A Worker's newest progress report, written by the progress component (hooks/core/progress.py).
 ANNOTATION_PROGRESS = "mxjob.kubeflow.org/progress"

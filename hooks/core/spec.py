@@ -11,16 +11,19 @@ from typing import Any, TypeVar
 
 from hooks.core import checkpoint, quantity
 from hooks.core.api import (
+    BARRIER_CONTAINER,
     DEFAULT_PORT,
     DEFAULT_PORT_NAME,
     EPOCHS_ENV,
     MXNET_CONTAINER,
+    RESTARTER_CONTAINER,
     TYPE_BY_FOLDED_NAME,
     WAIT_CONTAINER,
     CleanPodPolicy,
     JobMode,
     ReplicaType,
     RestartPolicy,
+    RestartStrategy,
     ServiceMode,
     SuccessPolicy,
     TopologyMode,
@@ -40,7 +43,15 @@ MAX_SHOWN = 60
 PROTOCOLS = ("TCP", "UDP", "SCTP")
 
 _E = TypeVar(
-    "_E", JobMode, RestartPolicy, CleanPodPolicy, Action, Operator, ServiceMode, TopologyMode
+    "_E",
+    JobMode,
+    RestartPolicy,
+    CleanPodPolicy,
+    Action,
+    Operator,
+    ServiceMode,
+    TopologyMode,
+    RestartStrategy,
 )
 #: A node label key, as Kubernetes validates one: an optional DNS-subdomain prefix and `/`,
 #: then a name of at most 63 characters (`metav1validation.ValidateLabelName`).
@@ -71,7 +82,14 @@ RUN_POLICY_FIELDS = (
     "failurePolicy",
     "progressDeadlineSeconds",
     "firstProgressDeadlineSeconds",
+    "restartStrategy",
 )
+#: The hook's own init containers, which no template may name, and where each is told.
+RESERVED_CONTAINERS = {
+    WAIT_CONTAINER: "replacement Workers, docs/restarts.md#rejoining-ps-lite",
+    RESTARTER_CONTAINER: "restartStrategy InPlace, docs/restarts.md#in-place",
+    BARRIER_CONTAINER: "restartStrategy InPlace, docs/restarts.md#in-place",
+}
 #: The fields of spec.checkpoint.
 CHECKPOINT_FIELDS = ("volumeClaimTemplate", "mountPath", "replicaTypes", "retentionPolicy")
 #: Shortest progressDeadlineSeconds: the progress component reads logs every 10 s by default,
@@ -131,6 +149,8 @@ class RunPolicy:
     progress_deadline_seconds: int | None = None
     #: How long a run may take to its first report (unset: not judged before it reports).
     first_progress_deadline_seconds: int | None = None
+    #: How a whole-job restart restarts the pods (docs/restarts.md#in-place).
+    restart_strategy: RestartStrategy = RestartStrategy.RECREATE
 
 
 @dataclass(frozen=True)
@@ -326,6 +346,9 @@ def _run_policy(reader: _Reader, spec: dict[str, Any]) -> RunPolicy:
         ),
         first_progress_deadline_seconds=reader.integer(
             *value("firstProgressDeadlineSeconds"), MIN_PROGRESS_DEADLINE
+        ),
+        restart_strategy=reader.choice(
+            *value("restartStrategy"), RestartStrategy, RestartStrategy.RECREATE
         ),
     )
 
@@ -720,16 +743,16 @@ def _check_names(
     reader: _Reader, names: list[object], path: str, taken: tuple[object, ...]
 ) -> None:
     """Container names as a pod takes them: unique among its containers and init containers
-    (`taken`: the containers' names, for init containers), and none the hook's own init
-    container's (hooks/core/restart/rejoin.py): the API server would refuse the pod."""
+    (`taken`: the containers' names, for init containers), and none of the hook's own init
+    containers' (RESERVED_CONTAINERS): the API server would refuse the pod."""
     for i, name in enumerate(names):
         if not isinstance(name, str):
             continue
-        if name == WAIT_CONTAINER:
+        if name in RESERVED_CONTAINERS:
             reader.fail(
                 f"{path}[{i}].name",
-                f"{name!r} is reserved: the hook gives replacement Workers an init container of "
-                "that name (docs/restarts.md#rejoining-ps-lite)",
+                f"{name!r} is reserved: the hook gives pods an init container of that name "
+                f"({RESERVED_CONTAINERS[name]})",
             )
         elif name in taken or name in names[:i]:
             reader.fail(

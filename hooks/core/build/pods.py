@@ -13,6 +13,7 @@ from hooks.core.api import (
 )
 from hooks.core.build.claims import mounted
 from hooks.core.build.env import ReplicaEnv
+from hooks.core.build.inplace import restarting_in_place
 from hooks.core.gang import (
     PLUGINS_GROUP_LABEL,
     PLUGINS_SCHEDULER,
@@ -26,6 +27,7 @@ from hooks.core.labels import at_index, run_selector, slot_labels
 from hooks.core.naming import RunNames, Slot, attempt_name, slot_prefix
 from hooks.core.placement import kueue_annotations
 from hooks.core.queueing import group_metadata, queue_group
+from hooks.core.restart.inplace import restarts_in_place
 from hooks.core.restart.rejoin import pod_restart_policy, wait_container
 
 
@@ -122,6 +124,9 @@ class PodMaker:
         wait = wait_container(job.spec, rtype) if waits else None
         if wait is not None:
             spec["initContainers"] = [*template["spec"].get("initContainers", []), wait]
+        if restarts_in_place(job.spec):
+            spec = restarting_in_place(spec)
+            containers = spec["containers"]
         subdomain = self._names.subdomain
         if subdomain is not None:
             spec["subdomain"] = subdomain

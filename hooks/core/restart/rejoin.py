@@ -83,11 +83,21 @@ def wait_container(spec: JobSpec, rtype: ReplicaType) -> dict[str, Any] | None:
     if seconds is None:
         return None
     mxnet = mxnet_container(spec.replicas[rtype].template)
+    return {
+        "name": WAIT_CONTAINER,
+        **copied_from(mxnet, resources=True),
+        "command": ["sleep", str(seconds)],
+    }
+
+
+def copied_from(mxnet: dict[str, Any], *, resources: bool) -> dict[str, Any]:
+    """What a container of the hook's takes from the mxnet container, to run wherever it may:
+    its image, pull policy and security settings, and (`resources`) its requests and limits."""
     copied = {key: mxnet[key] for key in _COPIED if key in mxnet}
-    resources = _resources(mxnet.get("resources"))
-    if resources:
-        copied["resources"] = resources
-    return {"name": WAIT_CONTAINER, **copied, "command": ["sleep", str(seconds)]}
+    declared = _resources(mxnet.get("resources")) if resources else {}
+    if declared:
+        copied["resources"] = declared
+    return copied
 
 
 def _resources(declared: object) -> dict[str, dict[str, Any]]:

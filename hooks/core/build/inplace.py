@@ -1,0 +1,111 @@
+"""What a pod of a job that restarts in place carries (docs/restarts.md#in-place): Kubernetes 1.36
+restarts every container of a pod where it is when a container exits with a code a
+`RestartAllContainers` rule names (KEP-5532), keeping the pod, its node, IP and volumes.
+
+- `mxjob-restarter`, a sidecar, watches the pod's annotation `mxjob.kubeflow.org/restart`
+  (through the downward API) and exits 86 when it changes, writing the new value as its
+  termination message: its rule restarts every container, and its last state tells the hook
+  for which run the pod restarted.
+- The mxnet container restarts every container when it fails too, so a failed process never
+  makes the pod Failed (a Failed pod cannot restart in place): the hook reads its last state
+  as it reads a failed pod's.
+- `mxjob-barrier`, the first init container after the sidecar, holds a restarted pod (one
+  whose memory volume says it passed before) until `mxjob.kubeflow.org/go` changes: a new
+  run's processes start only once the hook has seen every pod of the old run stopped, so a new
+  Scheduler never meets an old Worker. A pod's first start passes at once.
+
+Both run the mxnet container's image with `sh` (MXNet's images have it), as the rejoin wait
+does, so they run wherever it may and no other image is pulled.
+"""
+
+from typing import Any
+
+from hooks.core.api import (
+    ANNOTATION_GO,
+    ANNOTATION_RESTART,
+    BARRIER_CONTAINER,
+    MXNET_CONTAINER,
+    RESTARTER_CONTAINER,
+)
+from hooks.core.restart.rejoin import copied_from
+
+#: The exit code of the restarter that restarts every container (KEP-5532's examples use 42;
+#: any code the restarter alone exits with will do).
+RESTART_CODE = 86
+#: The volume of the two annotations, and the pod's memory across in-place restarts.
+ANNOTATIONS_VOLUME = "mxjob-restart"
+MEMORY_VOLUME = "mxjob-run"
+RESERVED_VOLUMES = (ANNOTATIONS_VOLUME, MEMORY_VOLUME)
+_ANNOTATIONS = "/etc/mxjob/restart"
+_MEMORY = "/mxjob/run"
+#: What the sidecar asks for: it reads a file twice a second.
+_SIDECAR_RESOURCES = {
+    "requests": {"cpu": "10m", "memory": "16Mi"},
+    "limits": {"cpu": "100m", "memory": "32Mi"},
+}
+RESTARTER_SCRIPT = (
+    f'f={_ANNOTATIONS}/restart; start="$(cat $f)"; '
+    'while [ "$(cat $f)" = "$start" ]; do sleep 0.5; done; '
+    f"cat $f > /dev/termination-log; exit {RESTART_CODE}"
+)
+BARRIER_SCRIPT = (
+    f"m={_MEMORY}/passed; g={_ANNOTATIONS}/go; "
+    'if [ -e $m ]; then while [ "$(cat $g)" = "$(cat $m)" ]; do sleep 0.5; done; fi; '
+    "cat $g > $m"
+)
+
+
+def restarting_in_place(spec: dict[str, Any]) -> dict[str, Any]:
+    """A pod spec with the restarter first among its init containers, the barrier next, the
+    mxnet container's rule and the two volumes."""
+    mxnet = next(c for c in spec["containers"] if c.get("name") == MXNET_CONTAINER)
+    restarter = {
+        "name": RESTARTER_CONTAINER,
+        **copied_from(mxnet, resources=False),
+        "command": ["sh", "-c", RESTARTER_SCRIPT],
+        "resources": _SIDECAR_RESOURCES,
+        "restartPolicy": "Always",
+        "restartPolicyRules": [_rule("In", [RESTART_CODE])],
+        "volumeMounts": [_mount(ANNOTATIONS_VOLUME, _ANNOTATIONS)],
+    }
+    barrier = {
+        "name": BARRIER_CONTAINER,
+        **copied_from(mxnet, resources=True),
+        "command": ["sh", "-c", BARRIER_SCRIPT],
+        "volumeMounts": [_mount(ANNOTATIONS_VOLUME, _ANNOTATIONS), _mount(MEMORY_VOLUME, _MEMORY)],
+    }
+    containers = [
+        {**c, "restartPolicy": "Never", "restartPolicyRules": [_rule("NotIn", [0])]}
+        if c is mxnet
+        else c
+        for c in spec["containers"]
+    ]
+    return {
+        **spec,
+        "initContainers": [restarter, barrier, *spec.get("initContainers", [])],
+        "containers": containers,
+        "volumes": [*spec.get("volumes", []), *_volumes()],
+    }
+
+
+def _rule(operator: str, codes: list[int]) -> dict[str, Any]:
+    return {
+        "action": "RestartAllContainers",
+        "exitCodes": {"operator": operator, "values": codes},
+    }
+
+
+def _mount(volume: str, path: str) -> dict[str, Any]:
+    return {"name": volume, "mountPath": path, "readOnly": volume == ANNOTATIONS_VOLUME}
+
+
+def _volumes() -> list[dict[str, Any]]:
+    """The two annotations as files, and a small memory-backed emptyDir."""
+    items = [
+        {"path": key, "fieldRef": {"fieldPath": f"metadata.annotations['{annotation}']"}}
+        for key, annotation in (("restart", ANNOTATION_RESTART), ("go", ANNOTATION_GO))
+    ]
+    return [
+        {"name": ANNOTATIONS_VOLUME, "downwardAPI": {"items": items}},
+        {"name": MEMORY_VOLUME, "emptyDir": {"medium": "Memory", "sizeLimit": "1Mi"}},
+    ]
