@@ -12,7 +12,9 @@ restarts every container of a pod where it is when a container exits with a code
 - `mxjob-barrier`, the first init container after the sidecar, holds a restarted pod (one
   whose memory volume says it passed before) until `mxjob.kubeflow.org/go` changes: a new
   run's processes start only once the hook has seen every pod of the old run stopped, so a new
-  Scheduler never meets an old Worker. A pod's first start passes at once.
+  Scheduler never meets an old Worker. A pod's first start passes at once. It ends with the
+  run it released the pod into as its termination message: the run the pod's processes run
+  (or last ran, while it holds them), which its annotations cannot say once it restarted.
 
 Both run the mxnet container's image with `sh` (MXNet's images have it), as the rejoin wait
 does, so they run wherever it may and no other image is pulled.
@@ -51,7 +53,7 @@ RESTARTER_SCRIPT = (
 BARRIER_SCRIPT = (
     f"m={_MEMORY}/passed; g={_ANNOTATIONS}/go; "
     'if [ -e $m ]; then while [ "$(cat $g)" = "$(cat $m)" ]; do sleep 0.5; done; fi; '
-    "cat $g > $m"
+    "cat $g > $m; cat $g > /dev/termination-log"
 )
 
 
