@@ -31,6 +31,7 @@ from hooks.core.children import (
     Terminated,
     pod_spec,
 )
+from hooks.core.held import InPlace, in_place
 from hooks.core.naming import Slot, parse_pod_name
 from hooks.core.progress import NOTHING, Noted, read_noted
 from hooks.core.quoting import clean
@@ -204,7 +205,7 @@ def read_pod(job: str, pod: Pod, *, placement: bool = True) -> ObservedPod | Non
     conditions = {(c.type, c.status): c for c in reversed(status.conditions)}
     reasons = (said(status.reason), said(terminated.reason))
     node, scheduler, gates = _placed(pod_spec(pod) if placement else _NOT_PLACED)
-    return ObservedPod(
+    observed = ObservedPod(
         name=metadata.name,
         slot=slot,
         attempt=attempt,
@@ -236,6 +237,32 @@ def read_pod(job: str, pod: Pod, *, placement: bool = True) -> ObservedPod | Non
         ended_before=_ended(mxnet.last_state.terminated),
         noted=read_noted(metadata.annotation(ANNOTATION_PROGRESS)),
     )
+    place = in_place(status.init_container_statuses, mxnet)
+    return observed if place is None else _restarted_in_place(observed, place)
+
+
+def _restarted_in_place(pod: ObservedPod, place: InPlace) -> ObservedPod:
+    """A pod that restarts in place as its containers say it is (hooks/core/held.py): of the
+    run its barrier released it into; held for a later run, as that run's pod not started yet;
+    held after its own failure, as that run's failed pod. Its restartCount counts restarts the
+    run records count already."""
+    run = pod.run if place.run is None else place.run
+    pod = msgspec.structs.replace(pod, run=run, restart_count=0)
+    if not place.held:
+        return pod
+    if place.stopped_for is not None:
+        return msgspec.structs.replace(
+            pod, run=place.stopped_for, phase=PodPhase.PENDING, ended=None, exit_code=None,
+            finished=None, exits=(),
+        )  # fmt: skip
+    failed = _ended(place.failed)
+    if failed is None:
+        return msgspec.structs.replace(pod, phase=PodPhase.PENDING)
+    return msgspec.structs.replace(
+        pod, phase=PodPhase.FAILED, ended=failed, exit_code=failed.exit_code,
+        finished=failed.finished, reason=pod.reason or failed.reason,
+        exits=((MXNET_CONTAINER, failed.exit_code),),
+    )  # fmt: skip
 
 
 def _started(
