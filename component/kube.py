@@ -1,7 +1,7 @@
 """The Kubernetes API as the components call it: a client from a kubeconfig or the pod's service
-account, and every MXJob listed a page at a time."""
+account, and every MXJob (or any other list) read a page at a time."""
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Protocol
 
 from kubernetes import client, config
@@ -62,20 +62,29 @@ def api_client(kubeconfig: str | None = None) -> client.ApiClient:
 
 def list_jobs(api: MXJobLister, namespace: str | None = None) -> Iterator[object]:
     """Every MXJob (of `namespace`, or of all namespaces), a page at a time."""
-    token: str | None = None
-    while True:
+
+    def page(token: str | None) -> object:
         if namespace:
-            page = api.list_namespaced_custom_object(
+            return api.list_namespaced_custom_object(
                 GROUP, VERSION, namespace, PLURAL,
                 limit=PAGE_SIZE, _continue=token, _request_timeout=REQUEST_TIMEOUT_SECONDS,
             )  # fmt: skip
-        else:
-            page = api.list_cluster_custom_object(
-                GROUP, VERSION, PLURAL,
-                limit=PAGE_SIZE, _continue=token, _request_timeout=REQUEST_TIMEOUT_SECONDS,
-            )  # fmt: skip
-        items = dig(page, "items")
+        return api.list_cluster_custom_object(
+            GROUP, VERSION, PLURAL,
+            limit=PAGE_SIZE, _continue=token, _request_timeout=REQUEST_TIMEOUT_SECONDS,
+        )  # fmt: skip
+
+    return paged(page)
+
+
+def paged(page: Callable[[str | None], object]) -> Iterator[object]:
+    """Every item of a list the API server sends in pages: `page(token)` fetches the page after
+    the continue token `token` (None: the first) as JSON; the items come as each page does."""
+    token: str | None = None
+    while True:
+        fetched = page(token)
+        items = dig(fetched, "items")
         yield from items if isinstance(items, list) else []
-        token = dig(page, "metadata", "continue")
+        token = dig(fetched, "metadata", "continue")
         if not isinstance(token, str) or not token:
             return
