@@ -1,6 +1,6 @@
 """What the project's API-calling components share at run time (`python -m ttl`,
-`python -m certs`, `python -m events`): the pass interval option, a stop on SIGTERM or SIGINT,
-and the command line of a loop of passes."""
+`python -m certs`, `python -m events`, `python -m restarter`): the pass interval option, a stop
+on SIGTERM or SIGINT, and the command line of a loop of passes, in all namespaces or in one."""
 
 import argparse
 import logging
@@ -77,3 +77,36 @@ def main(
         return 0
     loop(api, args.interval, stop_on_signals())
     return 0
+
+
+def main_in_namespace(
+    argv: Sequence[str] | None,
+    parser: argparse.ArgumentParser,
+    interval: tuple[str, str],
+    variable: str,
+    once: Callable[[client.ApiClient, str | None], None],
+    loop: Callable[[client.ApiClient, float, threading.Event, str | None], None],
+) -> int:
+    """`main` for a component that may keep to one namespace: `--namespace NS` as well (from
+    the environment variable `variable`; none: all namespaces), handed to `once` and `loop`."""
+
+    def add_namespace(to: argparse.ArgumentParser) -> None:
+        to.add_argument(
+            "--namespace",
+            default=os.environ.get(variable) or None,
+            help=f"only this namespace (env {variable}; default: all namespaces)",
+        )
+
+    # `main` parses the flags it knows itself: this one is read first, by a parser that knows
+    # it alone (and no --help), and the component's parser shows it in its help.
+    alone = argparse.ArgumentParser(add_help=False)
+    add_namespace(alone)
+    namespace = alone.parse_known_args(argv)[0].namespace
+    add_namespace(parser)
+    return main(
+        argv,
+        parser,
+        interval,
+        lambda api: once(api, namespace),
+        lambda api, seconds, stop: loop(api, seconds, stop, namespace),
+    )

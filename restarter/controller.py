@@ -1,0 +1,306 @@
+"""The restarter loop: watch MXJobs, and put the pods of each job whose status carries an
+in-place restart order in step with it (restarter/plan.py decides the patch).
+
+A watch, not a poll: the order is on the restart's critical path. Each watch window starts
+without a resourceVersion, so the API server first sends every job as it is (the list), then
+every change; the window ends after `WATCH_SECONDS` and the next starts with a fresh list. While
+some job has an order, the window is cut into watches of `interval` seconds, each resuming where
+the last one ended, and between them every such job is acted on again: a pod created since, or a
+patch that lost a race, is put in step within `interval` of the last act. A job leaves that set
+when a change shows it without an order, or deleted, and the set starts afresh with each list.
+
+Each act lists the job's pods by its name label (a page at a time, `MAX_PODS` at most) and
+patches those of this very job that differ, one JSON patch each. 404 (the pod is gone) and 409
+or 422 (its `test` failed: replaced since listed) are races, logged at debug: the next act sees
+the pod as it is. Any other failure on a pod or a job is logged with the job and counted, and
+the others go on.
+"""
+
+import json
+import logging
+import math
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, field
+from itertools import islice
+from typing import Any, Protocol
+
+from kubernetes import client, watch
+from kubernetes.client.exceptions import ApiException
+
+from component.kube import (
+    PAGE_SIZE,
+    PLURAL,
+    REQUEST_TIMEOUT_SECONDS,
+    MXJobLister,
+    list_jobs,
+    paged,
+)
+from hooks.core.public import GROUP, VERSION, dig
+from restarter.plan import Order, OrderError, Patch, controlled, order, plan, selector
+
+LOG = logging.getLogger("restarter")
+#: How long one watch window lasts before the next starts with a fresh list.
+WATCH_SECONDS = 30
+#: The pods of one job read per act at most; a job with more is logged.
+MAX_PODS = 1000
+#: A race, not a failure: the pod is gone (404), or its `test` found it changed (409, 422).
+RACES = frozenset({404, 409, 422})
+#: The API server's answer to a watch that resumes from a resourceVersion it no longer has.
+GONE = 410
+#: Named, not guessed: the client may send a patch body as a merge patch otherwise.
+JSON_PATCH = "application/json-patch+json"
+
+
+class Pods(Protocol):
+    """The calls of `kubernetes.client.CoreV1Api` the loop makes: list and patch pods."""
+
+    # With _preload_content=False the client returns the HTTP response (its JSON in `.data`),
+    # not the model its annotations name: pods are read as the API server sends them.
+    def list_namespaced_pod(
+        self,
+        namespace: str,
+        *,
+        label_selector: str | None = None,
+        limit: int | None = None,
+        _continue: str | None = None,
+        _preload_content: bool = True,
+        _request_timeout: int | None = None,
+    ) -> Any: ...
+
+    def patch_namespaced_pod(
+        self,
+        name: str,
+        namespace: str,
+        body: Patch,
+        *,
+        _content_type: str | None = None,
+        _request_timeout: int | None = None,
+    ) -> object: ...
+
+
+class PassError(Exception):
+    """A pass that failed on some jobs or pods: `python -m restarter --once` exits 1."""
+
+
+@dataclass
+class Result:
+    """What acts did: pods patched, patches that lost a race, failures (on a job or a pod),
+    and jobs skipped for a malformed order."""
+
+    patched: int = 0
+    races: int = 0
+    errors: int = 0
+    skipped: int = 0
+
+    def add(self, other: "Result") -> None:
+        for name, count in asdict(other).items():
+            setattr(self, name, getattr(self, name) + count)
+
+
+def clients(api: client.ApiClient) -> tuple[MXJobLister, Pods]:
+    """The two APIs the loop calls, through one client."""
+    jobs: MXJobLister = client.CustomObjectsApi(api)
+    pods: Pods = client.CoreV1Api(api)
+    return jobs, pods
+
+
+def run_once(jobs: MXJobLister, pods: Pods, namespace: str | None = None) -> Result:
+    """One pass over a list of every MXJob (of `namespace`, or of all): act on each with an
+    order. A failure on one job is logged and counted; one while listing propagates."""
+    result = Result()
+    for job in list_jobs(jobs, namespace):
+        found = _order(job, result)
+        if found is not None:
+            result.add(act(pods, found))
+    return result
+
+
+def _order(job: object, result: Result) -> Order | None:
+    """The job's order; None (logged and counted as skipped) for a malformed one."""
+    try:
+        return order(job)
+    except OrderError as exc:
+        result.skipped += 1
+        fields = {"action": "skip", "namespace": dig(job, "metadata", "namespace"),
+                  "name": dig(job, "metadata", "name"), "reason": str(exc)}  # fmt: skip
+        LOG.warning("malformed in-place restart order: job skipped", extra={"fields": fields})
+        return None
+
+
+def act(pods: Pods, job: Order) -> Result:
+    """Patch each pod of the job that is not in step with its order. A failure on one pod is
+    logged and counted and the others go on; one listing the pods is logged and counted."""
+    result = Result()
+    try:
+        listed = list(islice(_pods(pods, job), MAX_PODS + 1))
+    except Exception:
+        result.errors += 1
+        LOG.exception("could not list this job's pods", extra={"fields": _fields(job, "error")})
+        return result
+    if len(listed) > MAX_PODS:
+        _log(logging.WARNING, f"more than {MAX_PODS} pods: only the first looked at", job, "bound")
+    for pod in listed[:MAX_PODS]:
+        if controlled(pod, job):
+            _put_in_step(pods, job, pod, result)
+    return result
+
+
+def _pods(pods: Pods, job: Order) -> Iterator[object]:
+    """The pods labelled with the job's name, as JSON, a page at a time."""
+
+    def page(token: str | None) -> object:
+        response = pods.list_namespaced_pod(
+            job.namespace, label_selector=selector(job), limit=PAGE_SIZE, _continue=token,
+            _preload_content=False, _request_timeout=REQUEST_TIMEOUT_SECONDS,
+        )  # fmt: skip
+        return json.loads(response.data)
+
+    return paged(page)
+
+
+def _put_in_step(pods: Pods, job: Order, pod: object, result: Result) -> None:
+    name = str(dig(pod, "metadata", "name"))
+    planned = plan(pod, job)
+    for key in planned.ahead:
+        _log(logging.DEBUG, f"{key} kept: it names a later run", job, "ahead", pod=name)
+    if not planned.patch:
+        return
+    try:
+        pods.patch_namespaced_pod(
+            name, job.namespace, planned.patch,
+            _content_type=JSON_PATCH, _request_timeout=REQUEST_TIMEOUT_SECONDS,
+        )  # fmt: skip
+    except ApiException as exc:
+        if exc.status not in RACES:
+            _failed(job, name, result)
+            return
+        result.races += 1
+        _log(logging.DEBUG, "not patched: gone or changed since listed", job, "race", pod=name,
+             reason=f"HTTP {exc.status} {exc.reason}")  # fmt: skip
+        return
+    except Exception:
+        _failed(job, name, result)
+        return
+    result.patched += 1
+    _log(logging.INFO, f"pod in step with run {job.run}", job, "patch", pod=name, go=str(job.go))
+
+
+def _failed(job: Order, pod: str, result: Result) -> None:
+    result.errors += 1
+    LOG.exception(
+        "could not patch this pod; going on", extra={"fields": _fields(job, "error", pod=pod)}
+    )
+
+
+def _fields(job: Order | None, action: str, **more: str) -> dict[str, str]:
+    fields = {"action": action}
+    if job is not None:
+        fields.update(namespace=job.namespace, name=job.name, uid=job.uid, run=str(job.run))
+    return fields | more
+
+
+def _log(level: int, message: str, job: Order | None, action: str, **more: str) -> None:
+    LOG.log(level, message, extra={"fields": _fields(job, action, **more)})
+
+
+def check(result: Result) -> None:
+    """Log what a single pass did; raise `PassError` if it failed on any job or pod."""
+    LOG.info("pass done", extra={"fields": {"action": "pass", **asdict(result)}})
+    if result.errors:
+        raise PassError(f"{result.errors} failure(s)")
+
+
+@dataclass
+class Watching:
+    """What the loop keeps between watches: the watch (it holds the resourceVersion the next
+    watch of the window resumes from), when the window began (its list), and each job with an
+    order, by uid, with when it was last acted on."""
+
+    watcher: Any
+    listed_at: float = -math.inf
+    orders: dict[str, tuple[Order, float]] = field(default_factory=dict)
+
+
+def run(
+    jobs: MXJobLister,
+    pods: Pods,
+    interval: float,
+    stop: threading.Event,
+    namespace: str | None = None,
+    clock: Callable[[], float] = time.monotonic,
+) -> None:
+    """Watch until `stop` is set; after a failed watch, wait `interval` and list afresh."""
+    where = f"namespace {namespace}" if namespace else "all namespaces"
+    _log(logging.INFO, f"started: watching {where}, again every {interval:g} s", None, "start")
+    # `kubernetes.watch` has no type annotations (`kubernetes.client` has).
+    state = Watching(watch.Watch())  # type: ignore[no-untyped-call]
+    while not stop.is_set():
+        try:
+            for change in _watch(jobs, namespace, state, interval, clock()):
+                _on_change(pods, change, state, clock())
+                _again(pods, state, interval, clock)
+                if stop.is_set():
+                    break
+        except ApiException as exc:
+            if exc.status != GONE:
+                _failed_watch(state, stop, interval)
+            else:  # the resourceVersion is too old to resume from: list afresh
+                state.listed_at = -math.inf
+        except Exception:
+            _failed_watch(state, stop, interval)
+        _again(pods, state, interval, clock)
+    _log(logging.INFO, "stopped", None, "stop")
+
+
+def _watch(
+    jobs: MXJobLister, namespace: str | None, state: Watching, interval: float, now: float
+) -> Iterator[dict[str, Any]]:
+    """The next watch: the window's first (a list, then changes) or one that resumes it; as
+    long as the window has left, or `interval` while some job has an order."""
+    if now - state.listed_at >= WATCH_SECONDS:
+        state.listed_at, state.watcher.resource_version = now, None
+        state.orders.clear()
+    seconds = WATCH_SECONDS - (now - state.listed_at)
+    if state.orders:
+        seconds = min(seconds, interval)
+    timeout = max(1, math.ceil(seconds))
+    options = {"resource_version": state.watcher.resource_version, "timeout_seconds": timeout,
+               "_request_timeout": timeout + REQUEST_TIMEOUT_SECONDS}  # fmt: skip
+    stream: Iterator[dict[str, Any]]
+    if namespace:
+        call = jobs.list_namespaced_custom_object
+        stream = state.watcher.stream(call, GROUP, VERSION, namespace, PLURAL, **options)
+    else:
+        stream = state.watcher.stream(jobs.list_cluster_custom_object, GROUP, VERSION, PLURAL,
+                                      **options)  # fmt: skip
+    return stream
+
+
+def _on_change(pods: Pods, change: dict[str, Any], state: Watching, now: float) -> None:
+    """Act on a job listed, added or changed with an order; forget one without, or deleted."""
+    kind, job = change.get("type"), change.get("object")
+    if kind not in ("ADDED", "MODIFIED", "DELETED"):
+        return
+    found = None if kind == "DELETED" else _order(job, Result())
+    if found is None:
+        state.orders.pop(str(dig(job, "metadata", "uid")), None)
+        return
+    state.orders[found.uid] = (found, now)
+    act(pods, found)
+
+
+def _again(pods: Pods, state: Watching, interval: float, clock: Callable[[], float]) -> None:
+    """Act again on each job with an order not acted on for `interval`."""
+    for uid, (job, acted) in list(state.orders.items()):
+        now = clock()
+        if now - acted >= interval:
+            state.orders[uid] = (job, now)
+            act(pods, job)
+
+
+def _failed_watch(state: Watching, stop: threading.Event, interval: float) -> None:
+    LOG.exception("watch failed", extra={"fields": _fields(None, "error")})
+    state.listed_at = -math.inf
+    stop.wait(interval)

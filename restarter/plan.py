@@ -1,0 +1,131 @@
+"""What the restarter decides, with no call made: the order the hook wrote in an MXJob's
+`status.inPlaceRestart`, which pods it is for, and the one JSON patch that puts a pod in step.
+
+A pod is in step with the order `{"run": N, "go": G}` when its annotation `ANNOTATION_RESTART`
+and its label `LABEL_RUN` say N, and, once G is true, its annotation `ANNOTATION_GO` says N too.
+A key whose value is a larger number than N is left as it is: a late or stale order never takes
+a pod back to an earlier run. The patch opens with a `test` of the pod's uid, so that it never
+lands on another pod that took the name since the list.
+"""
+
+from dataclasses import dataclass
+from typing import Any
+
+from hooks.core.public import (
+    ANNOTATION_GO,
+    ANNOTATION_RESTART,
+    KIND,
+    LABEL_JOB_NAME,
+    LABEL_RUN,
+    dig,
+    dig_list,
+)
+
+#: The largest run the restarter writes: nine digits, what the pods' policy admits.
+MAX_RUN = 999_999_999
+
+#: A JSON patch (RFC 6902): the list of operations the API server applies in order, or none.
+Patch = list[dict[str, Any]]
+
+
+class OrderError(ValueError):
+    """A `status.inPlaceRestart` that is not `{"run": 1..MAX_RUN, "go": true|false}`, or a job
+    without namespace, name or uid: the job is skipped."""
+
+
+@dataclass(frozen=True)
+class Order:
+    """An MXJob's word to its pods: restart into run `run`, and (`go`) start it."""
+
+    namespace: str
+    name: str
+    uid: str
+    run: int
+    go: bool
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What a pod needs: `patch` (empty when it is in step), and the keys left because the pod
+    holds a larger number than the order's run."""
+
+    patch: Patch
+    ahead: tuple[str, ...] = ()
+
+
+def order(job: object) -> Order | None:
+    """The job's order; None when its status has none. Raises `OrderError` for one that is
+    there but malformed."""
+    found = dig(job, "status", "inPlaceRestart")
+    if found is None:
+        return None
+    run, go = dig(found, "run"), dig(found, "go")
+    if not (isinstance(run, int) and not isinstance(run, bool) and 1 <= run <= MAX_RUN):
+        raise OrderError(f"status.inPlaceRestart.run must be an integer 1..{MAX_RUN}: {run!r}")
+    if not isinstance(go, bool):
+        raise OrderError(f"status.inPlaceRestart.go must be true or false: {go!r}")
+    namespace, name, uid = (dig(job, "metadata", key) for key in ("namespace", "name", "uid"))
+    if not all(isinstance(value, str) and value for value in (namespace, name, uid)):
+        raise OrderError("the job has no namespace, name or uid")
+    return Order(namespace, name, uid, run, go)
+
+
+def selector(job: Order) -> str:
+    """The label selector of the job's pods (those of another job of the same name too)."""
+    return f"{LABEL_JOB_NAME}={job.name}"
+
+
+def controlled(pod: object, job: Order) -> bool:
+    """Whether the order is for this pod: labelled with the job's name, controlled by this very
+    MXJob (its uid: not a job of the same name before it), not being deleted, and named."""
+    meta = dig(pod, "metadata")
+    if dig(meta, "labels", LABEL_JOB_NAME) != job.name or dig(meta, "deletionTimestamp"):
+        return False
+    if not (isinstance(dig(meta, "name"), str) and isinstance(dig(meta, "uid"), str)):
+        return False
+    return any(
+        dig(ref, "controller") is True and dig(ref, "kind") == KIND and dig(ref, "uid") == job.uid
+        for ref in dig_list(meta, "ownerReferences")
+    )
+
+
+def plan(pod: object, job: Order) -> Plan:
+    """The patch that puts the pod in step with the order: a `test` of its uid, then an `add`
+    or `replace` of each key that differs (the pod's annotations or labels added whole when it
+    has none); no patch when nothing differs."""
+    value = str(job.run)
+    wanted = {
+        "annotations": [ANNOTATION_RESTART, ANNOTATION_GO] if job.go else [ANNOTATION_RESTART],
+        "labels": [LABEL_RUN],
+    }
+    operations: Patch = []
+    ahead: list[str] = []
+    for field, keys in wanted.items():
+        present = dig(pod, "metadata", field)
+        have = present if isinstance(present, dict) else {}
+        differ = [key for key in keys if have.get(key) != value]
+        ahead += [key for key in differ if _number(have.get(key)) > job.run]
+        differ = [key for key in differ if key not in ahead]
+        if differ and not isinstance(present, dict):
+            path = pointer("metadata", field)
+            operations.append({"op": "add", "path": path, "value": dict.fromkeys(differ, value)})
+            continue
+        for key in differ:
+            op = "replace" if key in have else "add"
+            operations.append({"op": op, "path": pointer("metadata", field, key), "value": value})
+    if not operations:
+        return Plan([], tuple(ahead))
+    test = {"op": "test", "path": pointer("metadata", "uid"), "value": dig(pod, "metadata", "uid")}
+    return Plan([test, *operations], tuple(ahead))
+
+
+def _number(value: object) -> int:
+    """The run a value says, if it is a string of ASCII digits; else -1 (below any run)."""
+    if isinstance(value, str) and value.isascii() and value.isdigit():
+        return int(value)
+    return -1
+
+
+def pointer(*keys: str) -> str:
+    """The JSON pointer (RFC 6901) to `keys`: '~' and '/' inside a key escaped as ~0 and ~1."""
+    return "".join("/" + key.replace("~", "~0").replace("/", "~1") for key in keys)
