@@ -23,7 +23,6 @@ import pytest
 import yaml
 from celpy import celtypes
 from celpy.adapter import json_to_cel
-from kubernetes.client.exceptions import ApiException
 
 from component import runtime
 from hooks.core.public import RETAIN_FINALIZER, RETAINED_FROM
@@ -41,6 +40,7 @@ from retention.release import (
     release_patch,
 )
 from tests.manifest_support import cel_program, policy_admits
+from testsupport.patching import apply_patch, refused
 
 REPO = Path(__file__).resolve().parent.parent
 DELETED_AT = "2026-03-01T12:00:00Z"
@@ -241,37 +241,6 @@ def test_finalizer_patch_tests_the_uid_and_the_finalizers_place() -> None:
 
 
 # --- the loop ---------------------------------------------------------------------------------
-
-
-def refused(status: int) -> ApiException:
-    return ApiException(status=status, reason=f"HTTP {status}")
-
-
-def apply_patch(document: dict[str, Any], patch: Patch) -> dict[str, Any]:
-    """RFC 6902 as the API server applies it: all operations or none; a failed `test`, or a
-    path that does not resolve, is a 422."""
-    doc = copy.deepcopy(document)
-    for operation in patch:
-        *parents, last = [
-            key.replace("~1", "/").replace("~0", "~") for key in operation["path"].split("/")[1:]
-        ]
-        try:
-            target: Any = doc
-            for key in parents:
-                target = target[int(key)] if isinstance(target, list) else target[key]
-            index: Any = int(last) if isinstance(target, list) else last
-            if operation["op"] == "test" and target[index] != operation["value"]:
-                raise refused(422)
-            if operation["op"] in ("remove", "replace"):  # replace: remove, then add
-                del target[index]
-            if operation["op"] in ("add", "replace"):
-                if isinstance(target, list):
-                    target.insert(index, operation["value"])
-                else:
-                    target[index] = operation["value"]
-        except (KeyError, IndexError, TypeError) as exc:
-            raise refused(422) from exc
-    return doc
 
 
 @dataclass
