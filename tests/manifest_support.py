@@ -217,9 +217,11 @@ def policy_admits(policy: dict[str, Any], request: dict[str, Any], **objects: ob
     """Whether a ValidatingAdmissionPolicy's `spec` admits a request, as kube-apiserver decides
     (failurePolicy Fail): one its match conditions do not select is admitted, one they select
     must pass every validation; an expression that errs denies. `objects`: `object`,
-    `oldObject`."""
+    `oldObject`; the policy's `variables` are evaluated as kube-apiserver does, unless given."""
     activation = {"request": json_to_cel(request)}
     activation |= {name: json_to_cel(value) for name, value in objects.items()}  # type: ignore[arg-type]
+    if "variables" not in objects:
+        activation["variables"] = _variables(policy, activation)
 
     def holds(expression: str) -> bool:
         try:
@@ -232,6 +234,22 @@ def policy_admits(policy: dict[str, Any], request: dict[str, Any], **objects: ob
     if not all(holds(expression) for expression in selected):
         return True
     return all(holds(v["expression"]) for v in policy["validations"])
+
+
+def _variables(policy: dict[str, Any], activation: dict[str, Any]) -> celtypes.MapType:
+    """The policy's `variables`, each evaluated in order with those before it; one that errs
+    (an `object` a DELETE does not have) errs where an expression uses it, not before."""
+    variables = celtypes.MapType()
+    for variable in policy.get("variables", []):
+        value: Any
+        try:
+            value = cel_program(variable["expression"]).evaluate(
+                {**activation, "variables": variables}
+            )
+        except CELEvalError as error:
+            value = error
+        variables[celtypes.StringType(variable["name"])] = value
+    return variables
 
 
 def _on_create(rule: dict[str, Any]) -> str:
