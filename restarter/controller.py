@@ -1,15 +1,15 @@
 """The restarter loop: watch MXJobs, and put the pods of each job whose status carries an
-in-place restart order in step with it (restarter/plan.py decides the patch).
+in-place restart order in step with it (restarter/plan.py decides each patch).
 
-A watch, not a poll: the order is on the restart's critical path. Each watch window starts
-without a resourceVersion, so the API server first sends every job as it is (the list), then
-every change; the window ends after `WATCH_SECONDS` and the next starts with a fresh list. While
-some job has an order, the window is cut into watches of `interval` seconds, each resuming where
-the last one ended, and between them every such job is acted on again: a pod created since, or a
-patch that lost a race, is put in step within `interval` of the last act. A job leaves that set
-when a change shows it without an order, or deleted, and the set starts afresh with each list.
+A watch, not a poll: the order is on the restart's critical path. Each watch starts without a
+resourceVersion, so the API server first sends every job as it is (the list), then every change;
+a job is acted on as soon as an order of it that was not acted on comes. A watch lasts
+`WATCH_SECONDS`, or `interval` while some job has an order; between the changes and after each
+watch, every job with an order not acted on for `interval` is acted on again: a pod created
+since, or a patch that lost a race, is in step within about `interval`. A job is forgotten when
+a change shows it without an order or deleted, or when a whole watch did not list it.
 
-Each act lists the job's pods by its name label (a page at a time, `MAX_PODS` at most) and
+An act lists the job's pods by its name label (a page at a time, `MAX_PODS` at most) and
 patches those of this very job that differ, one JSON patch each. 404 (the pod is gone) and 409
 or 422 (its `test` failed: replaced since listed) are races, logged at debug: the next act sees
 the pod as it is. Any other failure on a pod or a job is logged with the job and counted, and
@@ -41,14 +41,12 @@ from hooks.core.public import GROUP, VERSION, dig
 from restarter.plan import Order, OrderError, Patch, controlled, order, plan, selector
 
 LOG = logging.getLogger("restarter")
-#: How long one watch window lasts before the next starts with a fresh list.
+#: How long a watch lasts while no job has an order (and SIGTERM is noticed at the latest).
 WATCH_SECONDS = 30
 #: The pods of one job read per act at most; a job with more is logged.
 MAX_PODS = 1000
 #: A race, not a failure: the pod is gone (404), or its `test` found it changed (409, 422).
 RACES = frozenset({404, 409, 422})
-#: The API server's answer to a watch that resumes from a resourceVersion it no longer has.
-GONE = 410
 #: Named, not guessed: the client may send a patch body as a merge patch otherwise.
 JSON_PATCH = "application/json-patch+json"
 
@@ -213,14 +211,22 @@ def check(result: Result) -> None:
 
 
 @dataclass
-class Watching:
-    """What the loop keeps between watches: the watch (it holds the resourceVersion the next
-    watch of the window resumes from), when the window began (its list), and each job with an
-    order, by uid, with when it was last acted on."""
+class Ordered:
+    """A job with an order, as the loop keeps it: the order, when it was last acted on, and the
+    watch that last listed or changed it."""
 
-    watcher: Any
-    listed_at: float = -math.inf
-    orders: dict[str, tuple[Order, float]] = field(default_factory=dict)
+    order: Order
+    acted: float
+    seen: int
+
+
+@dataclass
+class Watching:
+    """What the loop keeps between watches: how many it started, and each job with an order,
+    by uid."""
+
+    watches: int = 0
+    jobs: dict[str, Ordered] = field(default_factory=dict)
 
 
 def run(
@@ -231,76 +237,76 @@ def run(
     namespace: str | None = None,
     clock: Callable[[], float] = time.monotonic,
 ) -> None:
-    """Watch until `stop` is set; after a failed watch, wait `interval` and list afresh."""
+    """Watch until `stop` is set; after a failed watch, wait `interval` and start again."""
     where = f"namespace {namespace}" if namespace else "all namespaces"
     _log(logging.INFO, f"started: watching {where}, again every {interval:g} s", None, "start")
     # `kubernetes.watch` has no type annotations (`kubernetes.client` has).
-    state = Watching(watch.Watch())  # type: ignore[no-untyped-call]
+    watcher = watch.Watch()  # type: ignore[no-untyped-call]
+    state = Watching()
     while not stop.is_set():
+        long = not state.jobs
+        seconds = WATCH_SECONDS if long else max(1, math.ceil(interval))
+        state.watches += 1
         try:
-            for change in _watch(jobs, namespace, state, interval, clock()):
+            for change in _watch(watcher, jobs, namespace, seconds):
                 _on_change(pods, change, state, clock())
                 _again(pods, state, interval, clock)
-                if stop.is_set():
+                # A long watch may wait its 30 s for the next change: a job with an order
+                # wants its short ones (the next one lists every job again, so none is missed).
+                if stop.is_set() or (long and state.jobs):
                     break
-        except ApiException as exc:
-            if exc.status != GONE:
-                _failed_watch(state, stop, interval)
-            else:  # the resourceVersion is too old to resume from: list afresh
-                state.listed_at = -math.inf
+            else:
+                _forget_unlisted(state)
         except Exception:
-            _failed_watch(state, stop, interval)
+            LOG.exception("watch failed", extra={"fields": _fields(None, "error")})
+            stop.wait(interval)
         _again(pods, state, interval, clock)
     _log(logging.INFO, "stopped", None, "stop")
 
 
 def _watch(
-    jobs: MXJobLister, namespace: str | None, state: Watching, interval: float, now: float
+    watcher: Any, jobs: MXJobLister, namespace: str | None, seconds: int
 ) -> Iterator[dict[str, Any]]:
-    """The next watch: the window's first (a list, then changes) or one that resumes it; as
-    long as the window has left, or `interval` while some job has an order."""
-    if now - state.listed_at >= WATCH_SECONDS:
-        state.listed_at, state.watcher.resource_version = now, None
-        state.orders.clear()
-    seconds = WATCH_SECONDS - (now - state.listed_at)
-    if state.orders:
-        seconds = min(seconds, interval)
-    timeout = max(1, math.ceil(seconds))
-    options = {"resource_version": state.watcher.resource_version, "timeout_seconds": timeout,
-               "_request_timeout": timeout + REQUEST_TIMEOUT_SECONDS}  # fmt: skip
+    """A watch of every MXJob (of `namespace`, or of all) for `seconds`: without a
+    resourceVersion, so it sends every job as it is first, then each change."""
+    options = {"timeout_seconds": seconds, "_request_timeout": seconds + REQUEST_TIMEOUT_SECONDS}
     stream: Iterator[dict[str, Any]]
     if namespace:
         call = jobs.list_namespaced_custom_object
-        stream = state.watcher.stream(call, GROUP, VERSION, namespace, PLURAL, **options)
+        stream = watcher.stream(call, GROUP, VERSION, namespace, PLURAL, **options)
     else:
-        stream = state.watcher.stream(jobs.list_cluster_custom_object, GROUP, VERSION, PLURAL,
-                                      **options)  # fmt: skip
+        stream = watcher.stream(jobs.list_cluster_custom_object, GROUP, VERSION, PLURAL, **options)
     return stream
 
 
 def _on_change(pods: Pods, change: dict[str, Any], state: Watching, now: float) -> None:
-    """Act on a job listed, added or changed with an order; forget one without, or deleted."""
+    """Act at once on a job listed, added or changed with an order it was not acted on for;
+    forget one without an order, or deleted."""
     kind, job = change.get("type"), change.get("object")
     if kind not in ("ADDED", "MODIFIED", "DELETED"):
         return
     found = None if kind == "DELETED" else _order(job, Result())
     if found is None:
-        state.orders.pop(str(dig(job, "metadata", "uid")), None)
+        state.jobs.pop(str(dig(job, "metadata", "uid")), None)
         return
-    state.orders[found.uid] = (found, now)
+    known = state.jobs.get(found.uid)
+    if known is not None and known.order == found:
+        known.seen = state.watches
+        return
+    state.jobs[found.uid] = Ordered(found, now, state.watches)
     act(pods, found)
 
 
 def _again(pods: Pods, state: Watching, interval: float, clock: Callable[[], float]) -> None:
     """Act again on each job with an order not acted on for `interval`."""
-    for uid, (job, acted) in list(state.orders.items()):
+    for known in list(state.jobs.values()):
         now = clock()
-        if now - acted >= interval:
-            state.orders[uid] = (job, now)
-            act(pods, job)
+        if now - known.acted >= interval:
+            known.acted = now
+            act(pods, known.order)
 
 
-def _failed_watch(state: Watching, stop: threading.Event, interval: float) -> None:
-    LOG.exception("watch failed", extra={"fields": _fields(None, "error")})
-    state.listed_at = -math.inf
-    stop.wait(interval)
+def _forget_unlisted(state: Watching) -> None:
+    """After a whole watch: forget the jobs its list did not have (deleted before it began)."""
+    for uid in [uid for uid, known in state.jobs.items() if known.seen != state.watches]:
+        del state.jobs[uid]
