@@ -45,6 +45,7 @@ DEPLOYMENTS = frozenset(
         "mxjob-events",
         "mxjob-progress",
         "mxjob-retention",
+        "mxjob-restarter",
         "mxjob-convert",
         "mxjob-certs",
     }

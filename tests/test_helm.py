@@ -66,6 +66,7 @@ COMPONENTS = {
     "events": "events",
     "progress": "progress",
     "retention": "retention",
+    "restarter": "restarter",
     "conversion": "conversion",
 }
 
@@ -225,6 +226,7 @@ def test_the_packaged_chart_holds_the_crd_itself(helm: Path, tmp_path: Path) -> 
             "events.enabled=false",
             "progress.enabled=false",
             "retention.enabled=false",
+            "restarter.enabled=false",
             "conversion.enabled=false",
         ],
     ],
@@ -267,8 +269,12 @@ def test_the_tests_kustomization_with_every_component_is_the_variant(
         ("none", ["events"]),
         ("none", ["progress"]),
         ("none", ["retention"]),
+        ("none", ["restarter"]),
         ("volcano", ["conversion"]),
-        ("scheduler-plugins", ["ttl", "events", "progress", "retention", "conversion"]),
+        (
+            "scheduler-plugins",
+            ["ttl", "events", "progress", "retention", "restarter", "conversion"],
+        ),
     ],
 )
 def test_a_component_switched_off_renders_the_variant_without_it(
@@ -314,6 +320,8 @@ def test_values_reach_the_objects(render: Render) -> None:
         "events.intervalSeconds=2",
         "progress.intervalSeconds=7",
         "retention.intervalSeconds=3",
+        "restarter.intervalSeconds=4",
+        "restarter.resources.requests.cpu=50m",
         "conversion.replicas=1",
         "conversion.certs.intervalSeconds=30",
         "metacontroller.namespace=platform",
@@ -332,6 +340,8 @@ def test_values_reach_the_objects(render: Render) -> None:
     assert env_of(found["mxjob-events"])["EVENTS_INTERVAL_SECONDS"] == "2"
     assert env_of(found["mxjob-progress"])["PROGRESS_INTERVAL_SECONDS"] == "7"
     assert env_of(found["mxjob-retention"])["RETENTION_INTERVAL_SECONDS"] == "3"
+    assert env_of(found["mxjob-restarter"])["RESTARTER_INTERVAL_SECONDS"] == "4"
+    assert found["mxjob-restarter"]["resources"]["requests"] == {"cpu": "50m", "memory": "64Mi"}
     assert env_of(found["mxjob-certs"])["CERTS_INTERVAL_SECONDS"] == "30"
     replicas = {
         o["metadata"]["name"]: o["spec"]["replicas"]
@@ -374,6 +384,8 @@ def test_another_namespace_is_named_everywhere(render: Render) -> None:
         ("hook.replica=3", "replica"),
         ("logLevel=verbose", "logLevel"),
         ("ttl.intervalSeconds=0", "intervalSeconds"),
+        ("restarter.intervalSeconds=0", "intervalSeconds"),
+        ("restarter.interval=2", "interval"),
     ],
 )
 def test_the_values_schema_refuses_mistakes(helm: Path, value: str, refused: str) -> None:

@@ -212,7 +212,7 @@ def test_the_manifests_write_the_version_once() -> None:
 
 #: What each API-calling component's loop calls, nothing else; its account's writes are held
 #: further by its ValidatingAdmissionPolicy (tests/e2e/test_component_tokens.py,
-#: tests/e2e/test_progress.py, tests/e2e/test_retention.py).
+#: tests/e2e/test_progress.py, tests/e2e/test_retention.py, tests/test_restarter.py).
 COMPONENT_RULES = {
     "events": [
         {"apiGroups": ["kubeflow.org"], "resources": ["mxjobs"], "verbs": ["list", "watch"]},
@@ -226,6 +226,10 @@ COMPONENT_RULES = {
     "retention": [
         {"apiGroups": ["kubeflow.org"], "resources": ["mxjobs"], "verbs": ["list", "patch"]},
         {"apiGroups": [""], "resources": ["persistentvolumeclaims"], "verbs": ["get", "patch"]},
+    ],
+    "restarter": [
+        {"apiGroups": ["kubeflow.org"], "resources": ["mxjobs"], "verbs": ["list", "watch"]},
+        {"apiGroups": [""], "resources": ["pods"], "verbs": ["list", "patch"]},
     ],
 }
 
