@@ -30,6 +30,7 @@ from restarter import controller
 from restarter.controller import MAX_PODS, WATCH_SECONDS, Result, act, run_once
 from restarter.plan import Order, OrderError, Patch, Plan, controlled, order, plan, selector
 from tests.manifest_support import policy_admits
+from testsupport.component_cli import against
 from testsupport.patching import apply_patch, refused
 
 REPO = Path(__file__).resolve().parent.parent
@@ -38,25 +39,15 @@ GO = "/metadata/annotations/mxjob.kubeflow.org~1go"
 RUN = "/metadata/labels/mxjob.kubeflow.org~1run"
 
 
-def mxjob(
-    name: str = "train",
-    *,
-    namespace: str = "team-a",
-    uid: str | None = None,
-    restart: object = None,
-) -> dict[str, Any]:
+def mxjob(name: str = "train", restart: object = None, namespace: str = "team-a") -> dict[str, Any]:
     """An MXJob as the API server sends it; `restart`: its status.inPlaceRestart, if any."""
     status: dict[str, Any] = {"conditions": []}
     if restart is not None:
         status["inPlaceRestart"] = restart
-    return {
-        "apiVersion": "kubeflow.org/v1",
-        "kind": "MXJob",
-        "metadata": {"name": name, "namespace": namespace, "uid": uid or f"uid-{name}",
-                     "resourceVersion": "7"},
-        "spec": {"mxReplicaSpecs": {"Worker": {"replicas": 2}}},
-        "status": status,
-    }  # fmt: skip
+    meta = {"name": name, "namespace": namespace, "uid": f"uid-{name}", "resourceVersion": "7"}
+    spec = {"mxReplicaSpecs": {"Worker": {"replicas": 2}}}
+    return {"apiVersion": "kubeflow.org/v1", "kind": "MXJob", "metadata": meta, "spec": spec,
+            "status": status}  # fmt: skip
 
 
 def owner(uid: str, *, kind: str = "MXJob", controller: bool = True) -> dict[str, Any]:
@@ -185,6 +176,13 @@ def test_controlled(why: str, candidate: object, want: bool) -> None:
 
 TEST_UID = {"op": "test", "path": "/metadata/uid", "value": "pod-train-worker-0"}
 IN_STEP = {ANNOTATION_RESTART: "3", ANNOTATION_GO: "3"}
+#: A pod of run 2 (or of no run one can read) raised to run 3, and go.
+RAISED = [
+    TEST_UID,
+    {"op": "replace", "path": RESTART, "value": "3"},
+    {"op": "replace", "path": GO, "value": "3"},
+    {"op": "replace", "path": RUN, "value": "3"},
+]
 
 PLAN_CASES = [
     (
@@ -206,9 +204,7 @@ PLAN_CASES = [
         pod(annotations={ANNOTATION_RESTART: "2", ANNOTATION_GO: "2", "team": "vision"},
             labels={LABEL_RUN: "2"}),
         ordered(3, go=True),
-        Plan([TEST_UID, {"op": "replace", "path": RESTART, "value": "3"},
-              {"op": "replace", "path": GO, "value": "3"},
-              {"op": "replace", "path": RUN, "value": "3"}]),
+        Plan(RAISED),
     ),
     (
         "not go: the go annotation is left as it is",
@@ -249,9 +245,7 @@ PLAN_CASES = [
         pod(annotations={ANNOTATION_RESTART: "later", ANNOTATION_GO: "0003"},
             labels={LABEL_RUN: "+9"}),
         ordered(3, go=True),
-        Plan([TEST_UID, {"op": "replace", "path": RESTART, "value": "3"},
-              {"op": "replace", "path": GO, "value": "3"},
-              {"op": "replace", "path": RUN, "value": "3"}]),
+        Plan(RAISED),
     ),
     (
         "no labels at all: added whole",
@@ -300,11 +294,12 @@ class FakeCluster:
     `calls` records each call as (verb, resource, what): the namespace of a job list, the
     timeout of a watch, the selector of a pod list, the name of a patched pod; `patches` each
     patch body; `updates` each pod a patch changed, before and after (what admission sees).
-    `fail` makes a call raise, keyed as `calls` records it. A watch sends every job as ADDED,
-    then the changes `changes` holds for it (one list per watch, in order), and moves the clock
-    on by its timeout once all is read; `before_watch` runs before it, with the watch's number;
-    from watch number `stop_after` on, the loop's `stop` is set. `before_patch` runs just before
-    a patch lands (a race). `page_size` makes pod pages smaller than the limit asked.
+    `fail` makes the next such call raise (once), keyed as `calls` records it. A watch sends
+    every job as ADDED, then the changes `changes` holds for it (one list per watch, in order),
+    and moves the clock on by its timeout once all is read; `before_watch` runs before it, with
+    the watch's number; from watch number `stop_after` on, the loop's `stop` is set.
+    `before_patch` runs just before a patch lands (a race). `page_size` makes pod pages smaller
+    than the limit asked.
     """
 
     jobs: list[dict[str, Any]]
@@ -324,7 +319,7 @@ class FakeCluster:
 
     def _call(self, verb: str, resource: str, what: object) -> None:
         self.calls.append((verb, resource, what))
-        failure = self.fail.get((verb, resource, what))
+        failure = self.fail.pop((verb, resource, what), None)
         if failure is not None:
             raise failure
 
@@ -638,30 +633,14 @@ def test_a_job_without_an_order_is_forgotten(change: dict[str, Any] | None) -> N
     assert api.calls.count(SELECT) == 1
 
 
-class Waits(threading.Event):
-    """The loop's stop: a wait lifts the cluster's failures; each interval waited is kept."""
-
-    def __init__(self, cluster: FakeCluster) -> None:
-        super().__init__()
-        self.cluster, self.waited = cluster, list[float | None]()
-
-    def wait(self, timeout: float | None = None) -> bool:
-        self.waited.append(timeout)
-        self.cluster.fail.clear()
-        return self.is_set()
-
-
 def test_the_loop_survives_a_failed_watch_and_stops_on_request() -> None:
     unreachable: dict[tuple[str, str, object], Exception] = {
         ("watch", "mxjobs", WATCH_SECONDS): ConnectionError("unreachable")
     }
-    api = FakeCluster([mxjob(restart={"run": 3, "go": False})], [pod()], stop_after=1,
+    api = FakeCluster([mxjob(restart={"run": 3, "go": False})], [pod()], stop_after=2,
                       fail=unreachable)  # fmt: skip
-    stop = Waits(api)
-    api.stop = stop
-    api.run(interval=2.0)
-    assert stop.waited == [2.0]
-    assert watches(api) == [WATCH_SECONDS, WATCH_SECONDS]
+    api.run(interval=0.01)
+    assert watches(api) == [WATCH_SECONDS, WATCH_SECONDS], "started again after the interval"
     assert in_step(api.pods[0], 3, go=False)
 
 
@@ -795,88 +774,100 @@ def test_the_policy_admits_what_it_should_and_only_for_mxjob_pods() -> None:
 
 @pytest.fixture
 def fake_cluster(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeCluster]:
-    """`python -m restarter` against a FakeCluster; the root logger as it was afterwards."""
-    cluster = FakeCluster([])
-    monkeypatch.setattr(runtime, "api_client", lambda kubeconfig: object())
-    monkeypatch.setattr(controller, "clients", lambda api: (cluster, cluster))
-    for name in ("RESTARTER_NAMESPACE", "RESTARTER_INTERVAL_SECONDS", "LOG_LEVEL"):
-        monkeypatch.delenv(name, raising=False)
-    root = logging.getLogger()
-    handlers, level = root.handlers[:], root.level
-    yield cluster
-    root.handlers[:], root.level = handlers, level
+    """`python -m restarter` against a FakeCluster whose job has an order for its pod; the loop
+    stops at its first watch."""
+    cluster = FakeCluster([mxjob(restart={"run": 3, "go": True})], [pod()], stop_after=1)
+    monkeypatch.setattr(runtime, "stop_on_signals", lambda: cluster.stop)
+    with against(monkeypatch, controller, cluster, "RESTARTER_NAMESPACE",
+                 "RESTARTER_INTERVAL_SECONDS"):  # fmt: skip
+        yield cluster
 
 
-def test_once_exits_0_after_a_clean_pass(fake_cluster: FakeCluster) -> None:
-    fake_cluster.jobs[:] = [mxjob(restart={"run": 3, "go": True})]
-    fake_cluster.pods[:] = [pod()]
-    assert cli.main(["--once"]) == 0
-    assert in_step(fake_cluster.pods[0], 3, go=True)
+PATCH_POD = ("patch", "pods", "train-worker-0")
+EXIT_CASES = [
+    ("a clean pass", ["--once"], {}, None, 0),
+    ("a pod that failed", ["--once"], {}, (PATCH_POD, refused(403)), 1),
+    ("the list that failed", ["--once"], {}, (LIST, refused(503)), 1),
+    ("a race is no failure", ["--once"], {}, (PATCH_POD, refused(409)), 0),
+    ("the loop, stopped", [], {}, None, 0),
+    ("a bad log level", ["--once"], {"LOG_LEVEL": "loud"}, None, 2),
+]  # fmt: skip
 
 
-def test_once_exits_1_when_a_pod_failed(fake_cluster: FakeCluster) -> None:
-    fake_cluster.jobs[:] = [mxjob(restart={"run": 3, "go": True})]
-    fake_cluster.pods[:] = [pod()]
-    fake_cluster.fail[("patch", "pods", "train-worker-0")] = refused(403)
-    assert cli.main(["--once"]) == 1
-
-
-def test_once_exits_1_when_the_list_failed(fake_cluster: FakeCluster) -> None:
-    fake_cluster.fail[LIST] = refused(503)
-    assert cli.main(["--once"]) == 1
-
-
-def test_once_exits_0_after_a_race_or_a_malformed_order(fake_cluster: FakeCluster) -> None:
-    fake_cluster.jobs[:] = [mxjob(restart={"run": 3, "go": True}), mxjob("a", restart={"run": 0})]
-    fake_cluster.pods[:] = [pod()]
-    fake_cluster.fail[("patch", "pods", "train-worker-0")] = refused(409)
-    assert cli.main(["--once"]) == 0
-
-
-def test_the_namespace_comes_from_the_flag_or_the_environment(
-    fake_cluster: FakeCluster, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize(("why", "argv", "env", "failure", "code"), EXIT_CASES,
+                         ids=[c[0] for c in EXIT_CASES])  # fmt: skip
+def test_the_exit_code(
+    fake_cluster: FakeCluster,
+    monkeypatch: pytest.MonkeyPatch,
+    why: str,
+    argv: list[str],
+    env: dict[str, str],
+    failure: tuple[tuple[str, str, object], Exception] | None,
+    code: int,
 ) -> None:
-    assert cli.main(["--once", "--namespace", "b"]) == 0
-    monkeypatch.setenv("RESTARTER_NAMESPACE", "c")
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    if failure is not None:
+        fake_cluster.fail[failure[0]] = failure[1]
+    assert cli.main(argv) == code, why
+    assert in_step(fake_cluster.pods[0], 3, go=True) is (code == 0 and failure is None), why
+
+
+def test_a_malformed_order_fails_no_pass(fake_cluster: FakeCluster) -> None:
+    fake_cluster.jobs.append(mxjob("a", restart={"run": 0, "go": True}))
     assert cli.main(["--once"]) == 0
-    assert cli.main(["--namespace", "d", "--once"]) == 0
-    assert [c[2] for c in fake_cluster.calls] == ["b", "c", "d"]
 
 
-def test_the_loop_gets_the_interval_from_the_flag_or_the_environment(
-    fake_cluster: FakeCluster, monkeypatch: pytest.MonkeyPatch
+SETTING_CASES = [
+    ("defaults: all namespaces, every 2 s", [], {}, (None, 2.0)),
+    ("flags", ["--namespace", "b", "--interval", "0.5"], {}, ("b", 0.5)),
+    ("the environment", [], {"RESTARTER_NAMESPACE": "c", "RESTARTER_INTERVAL_SECONDS": "7"},
+     ("c", 7.0)),
+    ("a flag over the environment", ["--namespace", "d"], {"RESTARTER_NAMESPACE": "c"},
+     ("d", 2.0)),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("why", "argv", "env", "want"), SETTING_CASES,
+                         ids=[c[0] for c in SETTING_CASES])  # fmt: skip
+@pytest.mark.parametrize("once", [True, False], ids=["once", "loop"])
+def test_the_namespace_and_the_interval_reach_the_pass_and_the_loop(
+    fake_cluster: FakeCluster,
+    monkeypatch: pytest.MonkeyPatch,
+    why: str,
+    argv: list[str],
+    env: dict[str, str],
+    want: tuple[str | None, float],
+    once: bool,
 ) -> None:
-    seen: list[tuple[float, str | None]] = []
-    monkeypatch.setattr(runtime, "stop_on_signals", threading.Event)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    seen: list[tuple[str | None, float | None]] = []
+
+    def run_once(jobs: object, pods: object, namespace: str | None) -> Result:
+        seen.append((namespace, None))
+        return Result()
+
+    monkeypatch.setattr(controller, "run_once", run_once)
     monkeypatch.setattr(controller, "run", lambda jobs, pods, interval, stop, namespace:
-                        seen.append((interval, namespace)))  # fmt: skip
-    assert cli.main([]) == 0
-    monkeypatch.setenv("RESTARTER_INTERVAL_SECONDS", "0.5")
-    assert cli.main(["--namespace", "b"]) == 0
-    assert cli.main(["--interval", "7"]) == 0
-    assert seen == [(2.0, None), (0.5, "b"), (7.0, None)]
+                        seen.append((namespace, interval)))  # fmt: skip
+    assert cli.main([*argv, "--once"] if once else argv) == 0
+    assert seen == [(want[0], None if once else want[1])], why
 
 
-@pytest.mark.parametrize("argv", [["--interval", "0"], ["--interval", "soon"], ["--what"]])
-def test_a_bad_flag_is_refused(fake_cluster: FakeCluster, argv: list[str]) -> None:
+FLAG_CASES = [(["--interval", "0"], 2), (["--interval", "soon"], 2), (["--what"], 2),
+              (["--help"], 0)]  # fmt: skip
+
+
+@pytest.mark.parametrize(("argv", "code"), FLAG_CASES, ids=[" ".join(c[0]) for c in FLAG_CASES])
+def test_a_bad_flag_or_the_help_ends_the_command_before_any_call(
+    fake_cluster: FakeCluster, capsys: pytest.CaptureFixture[str], argv: list[str], code: int
+) -> None:
     with pytest.raises(SystemExit) as exited:
         cli.main(argv)
-    assert exited.value.code == 2
-
-
-def test_a_bad_log_level_is_refused(
-    fake_cluster: FakeCluster, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("LOG_LEVEL", "loud")
-    assert cli.main(["--once"]) == 2
+    assert exited.value.code == code
     assert fake_cluster.calls == []
-
-
-def test_the_help_names_every_flag(capsys: pytest.CaptureFixture[str]) -> None:
-    with pytest.raises(SystemExit) as exited:
-        cli.main(["--help"])
-    assert exited.value.code == 0
-    text = capsys.readouterr().out
-    for flag in ("--namespace", "--interval", "--kubeconfig", "--once", "RESTARTER_INTERVAL",
-                 "RESTARTER_NAMESPACE"):  # fmt: skip
-        assert flag in text
+    shown = capsys.readouterr().out
+    words = ("--namespace", "--interval", "--kubeconfig", "--once", "RESTARTER_INTERVAL_SECONDS",
+             "RESTARTER_NAMESPACE")  # fmt: skip
+    assert all(word in shown for word in words) is (code == 0)

@@ -24,7 +24,6 @@ import yaml
 from celpy import celtypes
 from celpy.adapter import json_to_cel
 
-from component import runtime
 from hooks.core.public import RETAIN_FINALIZER, RETAINED_FROM
 from hooks.logs import JsonFormatter
 from retention import __main__ as cli
@@ -40,6 +39,7 @@ from retention.release import (
     release_patch,
 )
 from tests.manifest_support import cel_program, policy_admits
+from testsupport.component_cli import against
 from testsupport.patching import apply_patch, refused
 
 REPO = Path(__file__).resolve().parent.parent
@@ -630,14 +630,9 @@ def test_every_update_the_loop_makes_is_admitted(
 def fake_cluster(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeCluster]:
     """`python -m retention` against a FakeCluster; the root logger as it was afterwards."""
     cluster = FakeCluster([])
-    monkeypatch.setattr(runtime, "api_client", lambda kubeconfig: object())
-    monkeypatch.setattr(controller, "clients", lambda api: (cluster, cluster))
-    for name in ("RETENTION_NAMESPACE", "RETENTION_INTERVAL_SECONDS", "LOG_LEVEL"):
-        monkeypatch.delenv(name, raising=False)
-    root = logging.getLogger()
-    handlers, level = root.handlers[:], root.level
-    yield cluster
-    root.handlers[:], root.level = handlers, level
+    with against(monkeypatch, controller, cluster, "RETENTION_NAMESPACE",
+                 "RETENTION_INTERVAL_SECONDS"):  # fmt: skip
+        yield cluster
 
 
 def test_once_exits_0_after_a_clean_pass(fake_cluster: FakeCluster) -> None:
