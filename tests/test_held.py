@@ -1,7 +1,8 @@
-"""A pod that restarts in place, read from what its restarter, barrier and mxnet container say
-(hooks/core/held.py, docs/restarts.md#in-place): the run it runs, or the later run it was
-stopped for, or the failure that stopped it; its restartCount counts nothing (the run records
-do)."""
+"""A pod that restarts in place, read from its barrier (hooks/core/held.py,
+docs/restarts.md#in-place): the run it was released into, or the run its `restart` annotation
+holds it for; its restart counts and its mxnet container's last state count nothing (a
+RestartAllContainers restart writes them, the run records count it). The states are those the
+real node showed (notes/inplace/probe2.py)."""
 
 from typing import Any
 
@@ -10,127 +11,102 @@ import pytest
 from hooks.core.observed import PodPhase
 from testsupport.observed import observe
 
-RELEASED = "2026-03-01T12:10:00Z"
-BEFORE = "2026-03-01T12:05:00Z"
-AFTER = "2026-03-01T12:20:00Z"
-
-
-def ended(code: int, message: str = "", at: str = RELEASED, reason: str = "") -> dict[str, Any]:
-    state: dict[str, Any] = {"exitCode": code, "finishedAt": at, "message": message}
-    if reason:
-        state["reason"] = reason
-    return {"terminated": state}
-
-
-RUNNING = {"running": {"startedAt": RELEASED}}
+#: What the kubelet writes as every container's last state on an in-place restart.
+REMOVED = {
+    "terminated": {
+        "exitCode": 137,
+        "reason": "RestartingAllContainers",
+        "message": "The container is removed because RestartAllContainers in place",
+        "finishedAt": "2026-03-01T12:10:00Z",
+    }
+}
+RUNNING = {"running": {"startedAt": "2026-03-01T12:11:00Z"}}
 WAITING = {"waiting": {"reason": "PodInitializing"}}
+
+
+def passed(message: str) -> dict[str, Any]:
+    return {"terminated": {"exitCode": 0, "message": message}}
 
 
 def pod(
     barrier: dict[str, Any],
-    barrier_before: dict[str, Any] | None = None,
-    restarter_before: dict[str, Any] | None = None,
     mxnet: dict[str, Any] = RUNNING,
-    mxnet_before: dict[str, Any] | None = None,
+    phase: str = "Running",
+    restart: str | None = None,
+    *,
+    restarted: bool = True,
 ) -> dict[str, Any]:
-    """mnist-server-0 of run 0 (its annotation) with these container states, restarted 3
-    times in place."""
+    """mnist-server-0, made in run 0, its containers in these states; `restarted` in place
+    twice (every restart count 2, every last state REMOVED)."""
 
-    def status(name: str, state: dict[str, Any], last: dict[str, Any] | None) -> dict[str, Any]:
-        return {"name": name, "restartCount": 3, "state": state, "lastState": last or {}}
+    def status(name: str, state: dict[str, Any]) -> dict[str, Any]:
+        count = 2 if restarted else 0
+        return {"name": name, "restartCount": count, "state": state,
+                "lastState": REMOVED if restarted else {}}  # fmt: skip
 
+    annotations = {"mxjob.kubeflow.org/run": "0", "mxjob.kubeflow.org/attempt": "0"}
+    if restart is not None:
+        annotations["mxjob.kubeflow.org/restart"] = restart
     return {
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": {
-            "name": "mnist-server-0",
-            "annotations": {"mxjob.kubeflow.org/run": "0", "mxjob.kubeflow.org/attempt": "0"},
-        },
+        "metadata": {"name": "mnist-server-0", "annotations": annotations},
         "status": {
-            "phase": "Running",
+            "phase": phase,
             "initContainerStatuses": [
-                status("mxjob-restarter", RUNNING, restarter_before),
-                status("mxjob-barrier", barrier, barrier_before),
+                status("mxjob-restarter", RUNNING),
+                status("mxjob-barrier", barrier),
             ],
-            "containerStatuses": [status("mxnet", mxnet, mxnet_before)],
+            "containerStatuses": [status("mxnet", mxnet)],
         },
     }
 
 
 @pytest.mark.parametrize(
-    ("observed", "run", "phase", "exit_code"),
+    ("observed", "run", "phase", "held"),
     [
-        # First start: the barrier passed with no go annotation; the run of its annotation.
-        (pod(ended(0, "")), 0, PodPhase.RUNNING, None),
-        # Released into run 2 in place.
-        (pod(ended(0, "2")), 2, PodPhase.RUNNING, None),
-        # Held, its restarter having exited 86 for run 3: run 3's pod, not started.
-        (
-            pod(RUNNING, ended(0, "2"), ended(86, "3"), WAITING, ended(137, at=AFTER)),
-            3,
-            PodPhase.PENDING,
-            None,
-        ),
-        # Held after its mxnet container failed in run 2: run 2's failed pod.
-        (
-            pod(RUNNING, ended(0, "2"), None, WAITING, ended(137, at=AFTER, reason="OOMKilled")),
-            2,
-            PodPhase.FAILED,
-            137,
-        ),
-        # Held for a failure, then asked for run 3 too: run 3's pod.
-        (
-            pod(RUNNING, ended(0, "2"), ended(86, "3"), WAITING, ended(1, at=AFTER)),
-            3,
-            PodPhase.PENDING,
-            None,
-        ),
-        # Held with an end from before its last release (the previous run's): not started.
-        (
-            pod(RUNNING, ended(0, "2"), None, WAITING, ended(137, at=BEFORE)),
-            2,
-            PodPhase.PENDING,
-            None,
-        ),
-        # A restarter's 86 for the run it runs already, or not a number: not a later run.
-        (
-            pod(RUNNING, ended(0, "2"), ended(86, "2"), WAITING, ended(2, at=AFTER)),
-            2,
-            PodPhase.FAILED,
-            2,
-        ),
-        (pod(RUNNING, ended(0, "2"), ended(86, "x"), WAITING), 2, PodPhase.PENDING, None),
+        (pod(passed(""), restarted=False), 0, PodPhase.RUNNING, False),
+        (pod(passed("2"), restart="2"), 2, PodPhase.RUNNING, False),
+        (pod(RUNNING, WAITING, "Pending", restart="3"), 3, PodPhase.PENDING, True),
+        # Asked for run 3, not restarted yet: still run 2's processes.
+        (pod(passed("2"), restart="3"), 2, PodPhase.RUNNING, False),
+        # A first start: the barrier about to pass.
+        (pod(RUNNING, WAITING, "Pending", restarted=False), 0, PodPhase.PENDING, True),
+        # Never lower than the run it was made in; a number nobody wrote is no run.
+        (pod(passed("x"), restart="2"), 0, PodPhase.RUNNING, False),
+        (pod(RUNNING, WAITING, "Pending", restart="later"), 0, PodPhase.PENDING, True),
     ],
     ids=[
         "first start",
         "released into run 2",
-        "stopped for run 3",
-        "failed in run 2",
-        "failed, then stopped for run 3",
-        "an end from the run before",
-        "asked for its own run",
-        "asked for no number",
+        "held for run 3",
+        "asked, not restarted yet",
+        "held at its first start",
+        "a message that is no number",
+        "held for no number",
     ],
 )
-def test_an_in_place_pod_is_read_from_its_containers(
-    observed: dict[str, Any], run: int, phase: PodPhase, exit_code: int | None
+def test_an_in_place_pod_runs_the_run_its_barrier_says(
+    observed: dict[str, Any], run: int, phase: PodPhase, held: bool
 ) -> None:
     read = observe("mnist", observed)
     assert read is not None
-    assert (read.run, read.phase, read.exit_code, read.restart_count) == (run, phase, exit_code, 0)
-    if phase is PodPhase.FAILED:
-        assert read.exits == (("mxnet", exit_code),)
+    assert (read.run, read.phase, read.held) == (run, phase, held)
+    assert (read.restart_count, read.ended_before) == (0, None)
 
 
-def test_a_failure_in_place_keeps_the_kubelets_reason() -> None:
-    held = pod(RUNNING, ended(0, "2"), None, WAITING, ended(137, at=AFTER, reason="OOMKilled"))
-    read = observe("mnist", held)
-    assert read is not None and read.reason == "OOMKilled"
-    assert read.ended is not None and read.ended.finished is not None
+def test_a_failed_in_place_pod_keeps_its_exit_code() -> None:
+    """Its mxnet container has no restart rule: the pod fails, its exit code in its state."""
+    failed = {"terminated": {"exitCode": 3, "reason": "Error", "message": "started\n"}}
+    read = observe("mnist", pod(passed("2"), failed, "Failed", restart="2"))
+    assert read is not None
+    assert (read.run, read.phase, read.exit_code, read.held) == (2, PodPhase.FAILED, 3, False)
 
 
 def test_a_pod_without_a_barrier_is_read_as_before() -> None:
-    plain = pod(ended(0, "2"))
+    plain = pod(passed("2"))
     plain["status"]["initContainerStatuses"] = []
     read = observe("mnist", plain)
-    assert read is not None and (read.run, read.restart_count) == (0, 3)
+    assert read is not None
+    assert (read.run, read.restart_count, read.held) == (0, 2, False)
+    assert read.ended_before is not None and read.ended_before.exit_code == 137

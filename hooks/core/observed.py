@@ -13,6 +13,7 @@ import msgspec
 from hooks.core.api import (
     ANNOTATION_ATTEMPT,
     ANNOTATION_PROGRESS,
+    ANNOTATION_RESTART,
     ANNOTATION_RESTARTS,
     ANNOTATION_RUN,
     DISRUPTION,
@@ -138,6 +139,8 @@ class ObservedPod(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     #: Its newest progress report and when the progress component last saw nothing move
     #: (hooks/core/progress.py), as that component keeps them on the pod.
     noted: Noted = NOTHING
+    #: Held back by its barrier after an in-place restart, for its `run` (hooks/core/held.py).
+    held: bool = False
 
     @property
     def active(self) -> bool:
@@ -237,32 +240,18 @@ def read_pod(job: str, pod: Pod, *, placement: bool = True) -> ObservedPod | Non
         ended_before=_ended(mxnet.last_state.terminated),
         noted=read_noted(metadata.annotation(ANNOTATION_PROGRESS)),
     )
-    place = in_place(status.init_container_statuses, mxnet)
+    place = in_place(status.init_container_statuses, metadata.annotation(ANNOTATION_RESTART))
     return observed if place is None else _restarted_in_place(observed, place)
 
 
 def _restarted_in_place(pod: ObservedPod, place: InPlace) -> ObservedPod:
-    """A pod that restarts in place as its containers say it is (hooks/core/held.py): of the
-    run its barrier released it into; held for a later run, as that run's pod not started yet;
-    held after its own failure, as that run's failed pod. Its restartCount counts restarts the
-    run records count already."""
-    run = pod.run if place.run is None else place.run
-    pod = msgspec.structs.replace(pod, run=run, restart_count=0)
-    if not place.held:
-        return pod
-    if place.stopped_for is not None:
-        return msgspec.structs.replace(
-            pod, run=place.stopped_for, phase=PodPhase.PENDING, ended=None, exit_code=None,
-            finished=None, exits=(),
-        )  # fmt: skip
-    failed = _ended(place.failed)
-    if failed is None:
-        return msgspec.structs.replace(pod, phase=PodPhase.PENDING)
+    """A pod that restarts in place as its barrier says it is (hooks/core/held.py): of the run
+    it was released into, or held for. Its restart counts and its mxnet container's last state
+    tell in-place restarts only, which the run records count already."""
+    run = pod.run if place.run is None else max(pod.run, place.run)
     return msgspec.structs.replace(
-        pod, phase=PodPhase.FAILED, ended=failed, exit_code=failed.exit_code,
-        finished=failed.finished, reason=pod.reason or failed.reason,
-        exits=((MXNET_CONTAINER, failed.exit_code),),
-    )  # fmt: skip
+        pod, run=run, restart_count=0, ended_before=None, held=place.held
+    )
 
 
 def _started(

@@ -6,9 +6,11 @@ restarts every container of a pod where it is when a container exits with a code
   (through the downward API) and exits 86 when it changes, writing the new value as its
   termination message: its rule restarts every container, and its last state tells the hook
   for which run the pod restarted.
-- The mxnet container restarts every container when it fails too, so a failed process never
-  makes the pod Failed (a Failed pod cannot restart in place): the hook reads its last state
-  as it reads a failed pod's.
+- The mxnet container has no rule: a failed process makes the pod Failed, its exit code in
+  its state, as any pod's. A rule that restarted the pod instead would lose it: a
+  RestartAllContainers restart overwrites every container's last state with exit 137, reason
+  RestartingAllContainers (seen on the real node, notes/inplace/probe2.py), and the exit code
+  decides the failure policy. A failed pod is made again; the others restart in place.
 - `mxjob-barrier`, the first init container after the sidecar, holds a restarted pod (one
   whose memory volume says it passed before) until `mxjob.kubeflow.org/go` changes: a new
   run's processes start only once the hook has seen every pod of the old run stopped, so a new
@@ -45,21 +47,23 @@ _SIDECAR_RESOURCES = {
     "requests": {"cpu": "10m", "memory": "16Mi"},
     "limits": {"cpu": "100m", "memory": "32Mi"},
 }
+#: Both end at SIGTERM: as PID 1, `sh` would ignore it, and a finished pod would wait its
+#: grace period for the sidecar to be killed (seen on the real node).
 RESTARTER_SCRIPT = (
-    f'f={_ANNOTATIONS}/restart; start="$(cat $f)"; '
+    f'trap "exit 0" TERM; f={_ANNOTATIONS}/restart; start="$(cat $f)"; '
     'while [ "$(cat $f)" = "$start" ]; do sleep 0.5; done; '
     f"cat $f > /dev/termination-log; exit {RESTART_CODE}"
 )
 BARRIER_SCRIPT = (
-    f"m={_MEMORY}/passed; g={_ANNOTATIONS}/go; "
+    f'trap "exit 0" TERM; m={_MEMORY}/passed; g={_ANNOTATIONS}/go; '
     'if [ -e $m ]; then while [ "$(cat $g)" = "$(cat $m)" ]; do sleep 0.5; done; fi; '
     "cat $g > $m; cat $g > /dev/termination-log"
 )
 
 
 def restarting_in_place(spec: dict[str, Any]) -> dict[str, Any]:
-    """A pod spec with the restarter first among its init containers, the barrier next, the
-    mxnet container's rule and the two volumes."""
+    """A pod spec with the restarter first among its init containers, the barrier next, and
+    the two volumes."""
     mxnet = next(c for c in spec["containers"] if c.get("name") == MXNET_CONTAINER)
     restarter = {
         "name": RESTARTER_CONTAINER,
@@ -76,25 +80,15 @@ def restarting_in_place(spec: dict[str, Any]) -> dict[str, Any]:
         "command": ["sh", "-c", BARRIER_SCRIPT],
         "volumeMounts": [_mount(ANNOTATIONS_VOLUME, _ANNOTATIONS), _mount(MEMORY_VOLUME, _MEMORY)],
     }
-    containers = [
-        {**c, "restartPolicy": "Never", "restartPolicyRules": [_rule("NotIn", [0])]}
-        if c is mxnet
-        else c
-        for c in spec["containers"]
-    ]
     return {
         **spec,
         "initContainers": [restarter, barrier, *spec.get("initContainers", [])],
-        "containers": containers,
         "volumes": [*spec.get("volumes", []), *_volumes()],
     }
 
 
 def _rule(operator: str, codes: list[int]) -> dict[str, Any]:
-    return {
-        "action": "RestartAllContainers",
-        "exitCodes": {"operator": operator, "values": codes},
-    }
+    return {"action": "RestartAllContainers", "exitCodes": {"operator": operator, "values": codes}}
 
 
 def _mount(volume: str, path: str) -> dict[str, Any]:
