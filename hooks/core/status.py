@@ -18,6 +18,7 @@ from hooks.core.observed import FINISHED_PHASES, ObservedPod, PodPhase
 from hooks.core.outcome import Outcome
 from hooks.core.previous import PreviousStatus
 from hooks.core.progress import Report
+from hooks.core.restart.runs import InPlaceOrder
 from hooks.core.restart.slots import SlotPlan
 from hooks.core.timestamps import earliest, format_time, latest
 
@@ -64,6 +65,7 @@ class JobStatus(TypedDict, total=False):
     completionTime: str
     lastFailure: LastFailure
     progress: Progress
+    inPlaceRestart: InPlaceOrder
 
 
 def _stamp(moment: datetime | None) -> str | None:

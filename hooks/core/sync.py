@@ -221,13 +221,16 @@ def _active(job: Job, request: SyncRequest, now: datetime, room: int | None) -> 
         and runs.may_create_run(previous, plan.restart, old=plan.old_alive)
         and _claimed(job, request)
     )
-    listed = _run_children(job, request, plan, config, names, found, creating=creating)
+    listed, admitted = _run_children(job, request, plan, config, names, found, creating=creating)
     crowded = _crowded(request, listed, room) if creating else None
     if crowded is not None:
         # What this answer creates would come back over the body limit, and every sync from
         # then on would be refused (413): nothing is created until there is room.
-        listed = _run_children(job, request, plan, config, names, found, creating=False)
+        listed, admitted = _run_children(job, request, plan, config, names, found, creating=False)
         new_status = status.holding(new_status, crowded)
+    order = runs.in_place_order(plan, found[0], previous, go=admitted)
+    if order is not None:
+        new_status = {**new_status, "inPlaceRestart": order}
     return SyncResponse(new_status, listed, _resync(job, start, plan, pods, now))
 
 
@@ -240,16 +243,17 @@ def _run_children(
     found: tuple[runs.RunRecord | None, ConfigMap | None],
     *,
     creating: bool,
-) -> list[dict[str, Any]]:
+) -> tuple[list[dict[str, Any]], bool]:
     """The children of an unfinished job's answer: its run's, its run record (`found`: as read,
     and observed), and the pods and configs of an older run or of slots the spec no longer has
-    while they must stay."""
+    while they must stay; and whether the run's new pods are admitted (made, or released in
+    place)."""
     record, record_child = found
     keeps_old = not runs.may_delete_old_run(request.previous, record, plan.plans)
     # Between runs, once the parent status shows the restart past its record (as for deleting
     # the old run's pods: docs/run-policy.md#stale-cache-safety), or with no restart at all.
     replacing = plan.between_runs and (plan.restart is None or not keeps_old)
-    listed = _active_children(
+    listed, admitted = _active_children(
         job, request, plan, config, names, creating=creating, replacing=replacing
     )
     listed.extend(_claim(job, request))
@@ -262,8 +266,13 @@ def _run_children(
         listed.extend(_echoed(request, plan.extra))
     if keeps_old:
         listed.extend(_echoed(request, plan.old))
+    else:
+        # In place, the older run's running pods restart where they are.
+        listed.extend(_echoed(request, plan.movable))
+    if keeps_old or runs.restarts_in_place(job.spec):
+        # A pod that restarts in place reads the config of the run it was made in again.
         listed.extend(_older_configs(job, request, names.config))
-    return listed
+    return listed, admitted
 
 
 def _claimed(job: Job, request: SyncRequest) -> bool:
@@ -385,9 +394,10 @@ def _active_children(
     *,
     creating: bool,
     replacing: bool,
-) -> list[dict[str, Any]]:
+) -> tuple[list[dict[str, Any]], bool]:
     """Pods kept or created per slot, a Service per slot, the ConfigMap, the PodGroup; what does
-    not exist yet is made only when `creating` (no restart step is waiting to be seen).
+    not exist yet is made only when `creating` (no restart step is waiting to be seen); and
+    whether new pods are admitted.
 
     While `replacing` (between runs: no pod of the current run observed, no older one to
     keep), a config ConfigMap, PodGroup or Service that differs from what the run needs is left
@@ -411,7 +421,7 @@ def _active_children(
         result.extend(_slot_children(pods, slot_plan, admit=admit, waits=waits))
         if service is not None and _key(service) not in left_out:
             result.append(service)
-    return result
+    return result, admit
 
 
 def _slot_children(

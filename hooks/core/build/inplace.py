@@ -87,6 +87,12 @@ def restarting_in_place(spec: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def made_for(run: int) -> dict[str, str]:
+    """The annotations of a pod made for `run`: restarted for it and released into it (none
+    for run 0, which nothing restarted)."""
+    return {ANNOTATION_RESTART: str(run), ANNOTATION_GO: str(run)} if run > 0 else {}
+
+
 def _rule(operator: str, codes: list[int]) -> dict[str, Any]:
     return {"action": "RestartAllContainers", "exitCodes": {"operator": operator, "values": codes}}
 

@@ -13,7 +13,7 @@ from hooks.core.api import (
 )
 from hooks.core.build.claims import mounted
 from hooks.core.build.env import ReplicaEnv
-from hooks.core.build.inplace import restarting_in_place
+from hooks.core.build.inplace import made_for, restarting_in_place
 from hooks.core.gang import (
     PLUGINS_GROUP_LABEL,
     PLUGINS_SCHEDULER,
@@ -27,8 +27,8 @@ from hooks.core.labels import at_index, run_selector, slot_labels
 from hooks.core.naming import RunNames, Slot, attempt_name, slot_prefix
 from hooks.core.placement import kueue_annotations
 from hooks.core.queueing import group_metadata, queue_group
-from hooks.core.restart.inplace import restarts_in_place
 from hooks.core.restart.rejoin import pod_restart_policy, wait_container
+from hooks.core.restart.runs import restarts_in_place
 
 
 @dataclass(frozen=True)
@@ -126,7 +126,9 @@ class PodMaker:
             spec["initContainers"] = [*template["spec"].get("initContainers", []), wait]
         if restarts_in_place(job.spec):
             spec = restarting_in_place(spec)
-            containers = spec["containers"]
+            # A pod made for a later run is that run's already: the restarter component, which
+            # writes the run on every pod of the job, must not restart it.
+            ours.update(made_for(run))
         subdomain = self._names.subdomain
         if subdomain is not None:
             spec["subdomain"] = subdomain

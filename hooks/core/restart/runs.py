@@ -22,11 +22,11 @@ import json
 from dataclasses import dataclass
 from datetime import datetime
 from enum import Enum
-from typing import Any
+from typing import Any, TypedDict
 
 import msgspec
 
-from hooks.core.api import ConditionType, JobMode, ReplicaType, RestartPolicy
+from hooks.core.api import ConditionType, JobMode, ReplicaType, RestartPolicy, RestartStrategy
 from hooks.core.children import ConfigMap
 from hooks.core.failure_policy import Action
 from hooks.core.fields import parsed_json
@@ -38,6 +38,7 @@ from hooks.core.previous import PreviousStatus
 from hooks.core.restart import resize, stall
 from hooks.core.restart.rejoin import through_ps_lite
 from hooks.core.restart.slots import RunStart, SlotPlan, describe_exit, plan_slot, replica_words
+from hooks.core.spec import JobSpec
 from hooks.core.timestamps import earliest, format_time, parse_time
 
 #: Replica types whose loss the other processes cannot survive (docs/restarts.md).
@@ -45,6 +46,16 @@ WHOLE_JOB_TYPES = frozenset(
     {ReplicaType.SCHEDULER, ReplicaType.SERVER, ReplicaType.TUNER_TRACKER, ReplicaType.TUNER}
 )
 _IN_PLACE = (RestartPolicy.ALWAYS, RestartPolicy.ON_FAILURE)
+
+
+def restarts_in_place(spec: JobSpec) -> bool:
+    """`restartStrategy: InPlace` on a job that can restart whole (one with a replica type
+    ps-lite or AutoTVM cannot replace alone, docs/restarts.md#in-place)."""
+    return spec.run_policy.restart_strategy is RestartStrategy.IN_PLACE and any(
+        rtype in WHOLE_JOB_TYPES for rtype in spec.replicas
+    )
+
+
 _WHO = {JobMode.TRAIN: "ps-lite", JobMode.TUNE: "AutoTVM's RPC tracker"}
 
 
@@ -54,6 +65,14 @@ class Step(Enum):
     RECORDING = "run {run} is recorded first, then every pod is deleted"
     DELETING = "every pod of run {old} is deleted, then run {run} starts with new pods"
     CREATING = "run {run} starts with new pods"
+
+
+#: The same steps of a restart in place (docs/restarts.md#in-place).
+IN_PLACE_WORDS = {
+    Step.RECORDING: "run {run} is recorded first, then every pod restarts in place",
+    Step.DELETING: "every pod of run {old} restarts in place, then run {run} is released",
+    Step.CREATING: "run {run} is released in place",
+}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -70,6 +89,9 @@ class RunRecord:
     #: Whether the run's pods read a config of their own (`config_map_name(job, run)`); a record
     #: an earlier version wrote names none, and its run read `<job>-mxjob-config`.
     own_config: bool = True
+    #: Whether the run's pods restart in place (restartStrategy InPlace, and not a resize: a
+    #: resized run's pods need another environment, docs/restarts.md#in-place).
+    in_place: bool = False
 
     def start(self, slot: Slot) -> RunStart:
         """Where this run begins for one slot."""
@@ -80,7 +102,8 @@ class RunRecord:
     def message(self, step: Step) -> str:
         """The Restarting message of one step; each is written only once its step is reached,
         so the parent status showing it proves the step was observed (docs/run-policy.md)."""
-        return f"{self.cause}; {step.value.format(run=self.run, old=self.run - 1)}."
+        words = IN_PLACE_WORDS[step] if self.in_place else step.value
+        return f"{self.cause}; {words.format(run=self.run, old=self.run - 1)}."
 
 
 def _slot_key(slot: Slot) -> str:
@@ -120,6 +143,7 @@ def observed_record(
             moment=parse_time(data.get("time")),
             edits=_count(data.get("edits")) or 0,
             own_config=CONFIG_KEY in data,
+            in_place=data.get(STRATEGY_KEY) == RestartStrategy.IN_PLACE.value,
         )
         return record, child
     return None, None
@@ -127,6 +151,8 @@ def observed_record(
 
 #: The record's key naming the config ConfigMap its run's pods read.
 CONFIG_KEY = "config"
+#: The record's key saying its run restarts in place (absent: its pods are made again).
+STRATEGY_KEY = "strategy"
 
 
 def _count(text: str | None) -> int | None:
@@ -150,6 +176,8 @@ def record_config_map(job: Job, record: RunRecord) -> dict[str, Any]:
         data["time"] = format_time(record.moment)
     if record.edits:
         data["edits"] = str(record.edits)
+    if record.in_place:
+        data[STRATEGY_KEY] = RestartStrategy.IN_PLACE.value
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
@@ -252,6 +280,7 @@ def decide_restart(
             restarts_before={slot: n for slot, n in counts.items() if n > 0},
             cause=cause,
             moment=pod.failed_at,
+            in_place=restarts_in_place(job.spec),
         )
     return None
 
@@ -274,6 +303,7 @@ def stall_restart(
         restarts_before={slot: n for slot, n in counts.items() if n > 0},
         cause=f"MXJob {job.name} is restarting the whole job: {found.clock.words()}{by}",
         moment=found.moment,
+        in_place=restarts_in_place(job.spec),
     )
 
 
@@ -382,9 +412,22 @@ class RunPlan:
 
     @property
     def between_runs(self) -> bool:
-        """No pod of the current run is observed: the run has not started, or a restart is on
-        its way into it."""
-        return not self.extra and all(p.current is None for p in self.plans)
+        """No pod of the current run is observed but pods held back in place for it: the run
+        has not started, or a restart is on its way into it."""
+        return not self.extra and all(p.current is None or p.current.held for p in self.plans)
+
+    @property
+    def in_place(self) -> bool:
+        """The restart under way restarts the pods in place (docs/restarts.md#in-place)."""
+        return self.restart is not None and self.restart.in_place
+
+    @property
+    def movable(self) -> list[ObservedPod]:
+        """The older run's pods that restart in place: running ones, not on their way out (a
+        pod that ended cannot restart in place: it is made again)."""
+        if not self.in_place:
+            return []
+        return [p for p in self.old if p.active and not p.lost]
 
 
 def _alive(old: list[ObservedPod]) -> bool:
@@ -435,7 +478,7 @@ def plan_run(
     old, extra = _outside(pods, run, set(slots))
     alive = _alive(old)
     starts = {slot: _run_start(record, run, pods, slot) for slot in slots}
-    of_run = {slot: _of_run(pods.get(slot, []), run, own_until) for slot in slots}
+    of_run = _of_runs(pods, run, own_until, starts, record)
     plans = [_plan(job, slot, of_run[slot], starts[slot]) for slot in slots]
     waits = None
     stalled = stall.judge(job, plans, now)
@@ -492,6 +535,59 @@ def _plan(job: Job, slot: Slot, pods: list[ObservedPod], start: RunStart) -> Slo
     return plan_slot(slot, policy, pods, start, job.spec.run_policy.failure_rules)
 
 
-def _of_run(attempts: list[ObservedPod], run: int, own_until: datetime | None) -> list[ObservedPod]:
-    """A slot's pods of the run, each judged deleted if someone else deleted it."""
-    return [judged_deleted(p, own_until) for p in attempts if p.run == run]
+def _of_runs(
+    pods: dict[Slot, list[ObservedPod]],
+    run: int,
+    own_until: datetime | None,
+    starts: dict[Slot, RunStart],
+    record: RunRecord | None,
+) -> dict[Slot, list[ObservedPod]]:
+    """Every slot's pods of the run (`_of_run`), those that came into it in place (its
+    `record` says so) with the run's restarts before."""
+    moved = record is not None and record.run == run and record.in_place
+    return {
+        slot: _of_run(pods.get(slot, []), run, own_until, start if moved else None)
+        for slot, start in starts.items()
+    }
+
+
+def _of_run(
+    attempts: list[ObservedPod], run: int, own_until: datetime | None, moved: RunStart | None
+) -> list[ObservedPod]:
+    """A slot's pods of the run, each judged deleted if someone else deleted it. With `moved`
+    (the run's start, when it restarted in place), a pod made before the run (an attempt
+    before its first) came into it in place: its restarts before are the run's."""
+    found = [judged_deleted(p, own_until) for p in attempts if p.run == run]
+    if moved is None:
+        return found
+    return [
+        msgspec.structs.replace(p, restarts_before=moved.restarts_before)
+        if p.attempt < moved.attempt
+        else p
+        for p in found
+    ]
+
+
+class InPlaceOrder(TypedDict):
+    """`status.inPlaceRestart`: what the restarter component carries to the job's pods
+    (docs/restarts.md#in-place): restart them for `run`, then, with `go`, release them."""
+
+    run: int
+    go: bool
+
+
+def in_place_order(
+    plan: RunPlan, record: RunRecord | None, previous: PreviousStatus, *, go: bool
+) -> InPlaceOrder | None:
+    """The order of a restart in place under way: from the sync that sees its record (the
+    record is made first, as for any restart) until no pod of the run is held back any more;
+    `go` once the run's new pods are admitted (every older pod restarted, the step shown)."""
+    run = plan.plans[0].run if plan.plans else 0
+    if record is None or not record.in_place or record.run != run or plan.fresh is not None:
+        return None
+    waiting = any(p.current is not None and p.current.held for p in plan.plans)
+    if plan.restart is None and not waiting:
+        return None
+    if not may_delete_old_run(previous, record, plan.plans):
+        return None
+    return {"run": run, "go": go}
