@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from hooks.core.observed import PodPhase
+from hooks.core.restart.runs import current_run, within_records
 from testsupport.observed import observe
 
 #: What the kubelet writes as every container's last state on an in-place restart.
@@ -110,3 +111,52 @@ def test_a_pod_without_a_barrier_is_read_as_before() -> None:
     assert read is not None
     assert (read.run, read.restart_count, read.held) == (0, 2, False)
     assert read.ended_before is not None and read.ended_before.exit_code == 137
+
+
+KILLED = {"terminated": {"exitCode": 137, "reason": "Error"}}
+TRIGGERED = {"terminated": {"exitCode": 86, "message": "3"}}
+
+
+@pytest.mark.parametrize(
+    "restarting",
+    [
+        # The restarter has just exited 86; the kubelet shows the killed pod Failed.
+        lambda p: p["status"]["initContainerStatuses"][0].update(state=TRIGGERED),
+        # The condition the kubelet sets while it restarts every container.
+        lambda p: (
+            p["status"]
+            .setdefault("conditions", [])
+            .append({"type": "AllContainersRestarting", "status": "True"})
+        ),
+        # A container ended for the restart.
+        lambda p: p["status"]["containerStatuses"][0].update(state=REMOVED),
+    ],
+    ids=["restarter exited 86", "AllContainersRestarting", "RestartingAllContainers"],
+)
+def test_a_pod_restarting_in_place_is_held_not_failed(restarting: Any) -> None:
+    """Seen on the real node: a pod whose containers the kubelet restarts in place shows phase
+    Failed for a moment. It is held for the run it was asked to restart for, not failed."""
+    observed = pod(passed("2"), KILLED, "Failed", restart="3")
+    restarting(observed)
+    read = observe("mnist", observed)
+    assert read is not None
+    assert (read.run, read.phase, read.held, read.exit_code, read.exits) == (
+        3,
+        PodPhase.PENDING,
+        True,
+        None,
+        (),
+    )
+
+
+def test_a_held_pod_past_the_records_is_held_for_the_current_run() -> None:
+    """A restart annotation anyone who may edit the pod could write never moves the job to a
+    run no record and no running pod knows (hooks/core/restart/runs.py)."""
+    held = observe("mnist", pod(RUNNING, WAITING, "Pending", restart="7"))
+    other = pod(passed("1"))
+    other["metadata"]["name"] = "mnist-worker-0"
+    running = observe("mnist", other)
+    assert held is not None and running is not None and held.run == 7
+    pods = {held.slot: [held], running.slot: [running]}
+    assert current_run(None, pods) == 1
+    assert sorted(p.run for found in within_records(pods, 1).values() for p in found) == [1, 1]

@@ -7,12 +7,16 @@ only current states count:
 - a barrier that passed tells, as its termination message, the run it released the pod into
   (empty at the pod's first start: the run of its annotation);
 - a barrier that runs holds the pod's processes back, for the run its `restart` annotation
-  asks for (the annotation the restart came from).
+  asks for (the annotation the restart came from; hooks/core/restart/runs.py keeps it within
+  the runs the records know);
+- while the kubelet restarts every container (the restarter exited 86, the condition
+  AllContainersRestarting, a container ended with reason RestartingAllContainers) the pod may
+  show phase Failed for a moment (seen on the real node): it is held, not failed.
 """
 
 import msgspec
 
-from hooks.core.api import BARRIER_CONTAINER
+from hooks.core.api import BARRIER_CONTAINER, RESTARTER_CONTAINER
 from hooks.core.children import ContainerStatus
 
 
@@ -25,17 +29,47 @@ class InPlace(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     held: bool
 
 
-def in_place(inits: list[ContainerStatus], restart: str | None) -> InPlace | None:
-    """The in-place facts of a pod with a barrier (its `restart` annotation as given); None
-    for any other pod."""
+#: The kubelet's words for a pod whose containers it restarts in place (KEP-5532).
+RESTARTING_CONDITION = "AllContainersRestarting"
+RESTARTING_REASON = "RestartingAllContainers"
+#: The restarter's exit code that restarts every container (hooks/core/build/inplace.py).
+RESTARTER_EXIT = 86
+
+
+def in_place(
+    statuses: list[ContainerStatus],
+    inits: list[ContainerStatus],
+    restart: str | None,
+    *,
+    restarting: bool,
+) -> InPlace | None:
+    """The in-place facts of a pod with a barrier (its containers' and init containers'
+    statuses, its `restart` annotation, whether its AllContainersRestarting condition is
+    true); None for any other pod."""
     barrier = next((s for s in inits if s.name == BARRIER_CONTAINER), None)
     if barrier is None:
         return None
+    if restarting or _restarting([*inits, *statuses]):
+        return InPlace(run=_run(restart), held=True)
     passed = barrier.state.terminated
     if passed is not None:
         return InPlace(run=_run(passed.message), held=False)
     held = barrier.state.running is not None
     return InPlace(run=_run(restart) if held else None, held=held)
+
+
+def _restarting(statuses: list[ContainerStatus]) -> bool:
+    """Whether the kubelet is restarting every container: the restarter has just exited 86,
+    or a container ended for that restart."""
+    for status in statuses:
+        ended = status.state.terminated
+        if ended is None:
+            continue
+        if ended.reason == RESTARTING_REASON:
+            return True
+        if status.name == RESTARTER_CONTAINER and ended.exit_code == RESTARTER_EXIT:
+            return True
+    return False
 
 
 def _run(text: str | None) -> int | None:

@@ -32,7 +32,7 @@ from hooks.core.children import (
     Terminated,
     pod_spec,
 )
-from hooks.core.held import InPlace, in_place
+from hooks.core.held import RESTARTING_CONDITION, InPlace, in_place
 from hooks.core.naming import Slot, parse_pod_name
 from hooks.core.progress import NOTHING, Noted, read_noted
 from hooks.core.quoting import clean
@@ -240,7 +240,12 @@ def read_pod(job: str, pod: Pod, *, placement: bool = True) -> ObservedPod | Non
         ended_before=_ended(mxnet.last_state.terminated),
         noted=read_noted(metadata.annotation(ANNOTATION_PROGRESS)),
     )
-    place = in_place(status.init_container_statuses, metadata.annotation(ANNOTATION_RESTART))
+    place = in_place(
+        status.container_statuses,
+        status.init_container_statuses,
+        metadata.annotation(ANNOTATION_RESTART),
+        restarting=(RESTARTING_CONDITION, ConditionStatus.TRUE.value) in conditions,
+    )
     return observed if place is None else _restarted_in_place(observed, place)
 
 
@@ -249,9 +254,14 @@ def _restarted_in_place(pod: ObservedPod, place: InPlace) -> ObservedPod:
     it was released into, or held for. Its restart counts and its mxnet container's last state
     tell in-place restarts only, which the run records count already."""
     run = pod.run if place.run is None else max(pod.run, place.run)
+    pod = msgspec.structs.replace(pod, run=run, restart_count=0, ended_before=None, held=place.held)
+    if not place.held or pod.phase is PodPhase.PENDING:
+        return pod
+    # Held, whatever phase the kubelet shows for a moment: its processes do not run.
     return msgspec.structs.replace(
-        pod, run=run, restart_count=0, ended_before=None, held=place.held
-    )
+        pod, phase=PodPhase.PENDING, ended=None, exit_code=None, finished=None, exits=(),
+        reasons=frozenset(),
+    )  # fmt: skip
 
 
 def _started(

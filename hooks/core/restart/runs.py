@@ -192,9 +192,20 @@ def record_config_map(job: Job, record: RunRecord) -> dict[str, Any]:
 
 
 def current_run(record: RunRecord | None, pods: dict[Slot, list[ObservedPod]]) -> int:
-    """The newest run any observed child shows."""
-    runs = [p.run for attempts in pods.values() for p in attempts]
+    """The newest run any observed child shows; a pod held back in place says nothing here:
+    its run is the annotation it was restarted for, which anyone who may edit the pod could
+    have written (`within_records` keeps it to this run)."""
+    runs = [p.run for attempts in pods.values() for p in attempts if not p.held]
     return max([record.run if record else 0, *runs])
+
+
+def within_records(pods: dict[Slot, list[ObservedPod]], run: int) -> dict[Slot, list[ObservedPod]]:
+    """Pods held back in place for a run past `run` (the newest the records and running pods
+    know), held for `run`."""
+    return {
+        slot: [msgspec.structs.replace(p, run=run) if p.held and p.run > run else p for p in found]
+        for slot, found in pods.items()
+    }
 
 
 def _run_start(
@@ -474,6 +485,7 @@ def plan_run(
     once the run has run the wait of edits in a row (compared with `now` too)."""
     pods = {slot: [p.settled(now) for p in attempts] for slot, attempts in observed.items()}
     run = current_run(record, pods)
+    pods = within_records(pods, run)
     slots = job.slots()
     old, extra = _outside(pods, run, set(slots))
     alive = _alive(old)
