@@ -41,6 +41,7 @@ from tests.builders import (
     waiting,
 )
 from testsupport.jobs import as_sent
+from testsupport.observed import held_in_place, released_in_place
 
 Json = dict[str, Any]
 Build = Callable[[], Json]
@@ -2243,6 +2244,137 @@ def invalid_checkpoint_against_the_job() -> Json:
     server["template"]["spec"]["volumes"] = [{"name": "mxjob-checkpoint", "emptyDir": {}}]
     saved = {**CHECKPOINT, "replicaTypes": ["Worker", "Server", "Tuner"]}
     return request(mxjob(replicas={**SMALL, "Server": server, "Worker": worker}, checkpoint=saved))
+
+
+# --- docs/restarts.md#in-place: whole-job restarts in place -------------------------------------
+
+IN_PLACE = {"restartStrategy": "InPlace"}
+
+
+@case
+def in_place_pods() -> Json:
+    """restartStrategy InPlace, first seen: every pod carries the restarter and the barrier.
+
+    The restarter's rule restarts every container when the pod's restart annotation changes;
+    the barrier holds a restarted pod; their two volumes. The mxnet container has no rule: a
+    failed pod fails with its exit code."""
+    return request(mxjob(replicas=WHOLE, run_policy=IN_PLACE))
+
+
+def _in_place_syncs() -> list[tuple[Json, list[Json]]]:
+    """Each request of an InPlace job whose Server was killed at minute 20: the cluster after
+    each answer as Metacontroller and the kubelet leave it, the restarter component carrying
+    `status.inPlaceRestart` to the pods (restarted, then released)."""
+    job, children = _running(replicas=WHOLE, run_policy=IN_PLACE)
+    children = with_states(children, mnist_server_0=lambda p: terminated(p, 137, minutes=20))
+    found = [(job, children)]
+    for step in range(5):
+        minutes = 21 + step
+        answer = run(request(job, children))
+        order = answer.status.get("inPlaceRestart")
+        kept = {(c["kind"], c["metadata"]["name"]): c for c in children}
+        made = cluster_after(answer, minutes)
+        children = [
+            kept.get((c["kind"], c["metadata"]["name"])) or _started(c, minutes) for c in made
+        ]
+        if order is not None:
+            children = [_carried(c, order, minutes) for c in children]
+        job = mxjob(replicas=WHOLE, run_policy=IN_PLACE, status=answer.status)
+        found.append((job, children))
+    return found
+
+
+def _started(child: Json, minutes: float) -> Json:
+    """A child the answer made: a pod running a minute later."""
+    return running(child, minutes + 1) if child["kind"] == "Pod" else child
+
+
+def _carried(child: Json, order: Json, minutes: float) -> Json:
+    """What the restarter component and the kubelet make of a pod under `order`."""
+    if child["kind"] != "Pod":
+        return child
+    annotations = child["metadata"].get("annotations", {})
+    held = child["status"].get("phase") == "Pending" and "mxjob.kubeflow.org/restart" in annotations
+    if order["go"] and held:
+        return released_in_place(child, order["run"], minutes)
+    if (
+        child["status"].get("phase") == "Running"
+        and int(
+            annotations.get(
+                "mxjob.kubeflow.org/restart", annotations.get("mxjob.kubeflow.org/run", "0")
+            )
+        )
+        < order["run"]
+    ):
+        return held_in_place(child, order["run"], minutes)
+    return child
+
+
+@case
+def in_place_restart_recorded() -> Json:
+    """InPlace, the Server killed (137): the restart is recorded first, as restarting in place.
+
+    The record's strategy key and the status message say so."""
+    return request(*_in_place_syncs()[0])
+
+
+@case
+def in_place_old_run_restarts() -> Json:
+    """The step shown: the running pods are kept and ordered to restart in place for run 1.
+
+    status.inPlaceRestart says run 1, go false; the failed Server, which cannot restart in
+    place, is deleted, to be made again."""
+    return request(*_in_place_syncs()[2])
+
+
+@case
+def in_place_every_pod_held() -> Json:
+    """Every pod of run 0 restarted in place, held by its barrier: run 0's Services go.
+
+    No process of run 0 runs; run 1 is released once the status shows it (go still false)."""
+    return request(*_in_place_syncs()[3])
+
+
+@case
+def in_place_run_released() -> Json:
+    """The release shown: go true for the held pods, and the Server made again for run 1.
+
+    The new Server carries run 1's restart and go annotations; run 1's Services select run 1's
+    pods."""
+    return request(*_in_place_syncs()[4])
+
+
+@case
+def in_place_run_running() -> Json:
+    """Every pod of run 1 running, three of them the pods of run 0: the restart is over.
+
+    No inPlaceRestart any more; the Server's restart counted once."""
+    return request(*_in_place_syncs()[5])
+
+
+@case
+def in_place_restarting_pod_shown_failed_is_held() -> Json:
+    """A pod restarting in place shown Failed for a moment is held for run 1, not failed.
+
+    Seen on the real node: the restarter has just exited 86 and the kubelet shows the pod
+    Failed; no run 2 is recorded."""
+    job, children = _in_place_syncs()[2]
+    moment = {"terminated": {"exitCode": 86, "message": "1"}}
+
+    def shown_failed(pod: Json) -> Json:
+        pod = held_in_place(pod, 1, 22)
+        pod["status"]["phase"] = "Failed"
+        pod["status"]["initContainerStatuses"][0]["state"] = moment
+        pod["status"]["containerStatuses"][0]["state"] = {"terminated": {"exitCode": 137}}
+        return pod
+
+    return request(job, with_states(children, mnist_scheduler_0=shown_failed))
+
+
+@case
+def invalid_restart_strategy() -> Json:
+    """A restartStrategy that is neither Recreate nor InPlace: Failed, naming the field."""
+    return request(mxjob(replicas=WHOLE, run_policy={"restartStrategy": "InPlaced"}))
 
 
 def write() -> None:

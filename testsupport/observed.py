@@ -64,6 +64,52 @@ def running(pod: dict[str, Any], minutes: float = 1, restarts: int = 0) -> dict[
     return obj
 
 
+#: What the kubelet writes as every container's last state when it restarts them in place.
+RESTARTED_IN_PLACE = {
+    "terminated": {
+        "exitCode": 137,
+        "reason": "RestartingAllContainers",
+        "message": "The container is removed because RestartAllContainers in place",
+    }
+}
+
+
+def held_in_place(pod: dict[str, Any], run: int, minutes: float = 1) -> dict[str, Any]:
+    """A pod of an InPlace job after the restarter component asked it to restart for `run`:
+    every container restarted (as the real node shows it), its barrier holding it back."""
+    obj = copy.deepcopy(pod)
+    obj["metadata"].setdefault("annotations", {})["mxjob.kubeflow.org/restart"] = str(run)
+    obj["metadata"].setdefault("labels", {})["mxjob.kubeflow.org/run"] = str(run)
+
+    def restarted(name: str, state: dict[str, Any]) -> dict[str, Any]:
+        return {**_container_status(name, state, 1), "lastState": RESTARTED_IN_PLACE}
+
+    obj["status"] = {
+        "phase": "Pending",
+        "startTime": at(minutes),
+        "initContainerStatuses": [
+            restarted("mxjob-restarter", {"running": {"startedAt": at(minutes)}}),
+            restarted("mxjob-barrier", {"running": {"startedAt": at(minutes)}}),
+        ],
+        "containerStatuses": [restarted("mxnet", {"waiting": {"reason": "PodInitializing"}})],
+    }
+    return obj
+
+
+def released_in_place(pod: dict[str, Any], run: int, minutes: float = 1) -> dict[str, Any]:
+    """A held pod after the component released it into `run`: its barrier passed, telling
+    the run, and its mxnet container runs again."""
+    obj = held_in_place(pod, run, minutes)
+    obj["metadata"]["annotations"]["mxjob.kubeflow.org/go"] = str(run)
+    status = obj["status"]
+    status["phase"] = "Running"
+    status["initContainerStatuses"][1]["state"] = {
+        "terminated": {"exitCode": 0, "message": str(run), "finishedAt": at(minutes)}
+    }
+    status["containerStatuses"][0]["state"] = {"running": {"startedAt": at(minutes)}}
+    return obj
+
+
 def reporting(
     pod: dict[str, Any],
     epoch: int | None,
