@@ -1,6 +1,6 @@
-"""A pod that restarts in place, read from its barrier (hooks/core/held.py,
-docs/restarts.md#in-place): the run it was released into, or the run its `restart` annotation
-holds it for; its restart counts and its mxnet container's last state count nothing (a
+"""A pod that restarts in place, read from its barrier and annotations (hooks/core/held.py,
+docs/restarts.md#in-place): the run its `go` annotation released it into, or the run its
+`restart` annotation holds it for; its restart counts and its mxnet container's last state count nothing (a
 RestartAllContainers restart writes them, the run records count it). The states are those the
 real node showed (notes/inplace/probe2.py)."""
 
@@ -35,6 +35,7 @@ def pod(
     phase: str = "Running",
     restart: str | None = None,
     *,
+    go: str | None = None,
     restarted: bool = True,
 ) -> dict[str, Any]:
     """mnist-server-0, made in run 0, its containers in these states; `restarted` in place
@@ -48,6 +49,8 @@ def pod(
     annotations = {"mxjob.kubeflow.org/run": "0", "mxjob.kubeflow.org/attempt": "0"}
     if restart is not None:
         annotations["mxjob.kubeflow.org/restart"] = restart
+    if go is not None:
+        annotations["mxjob.kubeflow.org/go"] = go
     return {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -67,14 +70,14 @@ def pod(
     ("observed", "run", "phase", "held"),
     [
         (pod(passed(""), restarted=False), 0, PodPhase.RUNNING, False),
-        (pod(passed("2"), restart="2"), 2, PodPhase.RUNNING, False),
+        (pod(passed("2"), restart="2", go="2"), 2, PodPhase.RUNNING, False),
         (pod(RUNNING, WAITING, "Pending", restart="3"), 3, PodPhase.PENDING, True),
         # Asked for run 3, not restarted yet: still run 2's processes.
-        (pod(passed("2"), restart="3"), 2, PodPhase.RUNNING, False),
+        (pod(passed("2"), restart="3", go="2"), 2, PodPhase.RUNNING, False),
         # A first start: the barrier about to pass.
         (pod(RUNNING, WAITING, "Pending", restarted=False), 0, PodPhase.PENDING, True),
-        # Never lower than the run it was made in; a number nobody wrote is no run.
-        (pod(passed("x"), restart="2"), 0, PodPhase.RUNNING, False),
+        # Never lower than the run it was made in; a go that is no number is no run.
+        (pod(passed("2"), restart="2", go="x"), 0, PodPhase.RUNNING, False),
         (pod(RUNNING, WAITING, "Pending", restart="later"), 0, PodPhase.PENDING, True),
     ],
     ids=[
@@ -83,11 +86,11 @@ def pod(
         "held for run 3",
         "asked, not restarted yet",
         "held at its first start",
-        "a message that is no number",
+        "a go that is no number",
         "held for no number",
     ],
 )
-def test_an_in_place_pod_runs_the_run_its_barrier_says(
+def test_an_in_place_pod_runs_the_run_its_go_annotation_released_it_into(
     observed: dict[str, Any], run: int, phase: PodPhase, held: bool
 ) -> None:
     read = observe("mnist", observed)
@@ -99,7 +102,7 @@ def test_an_in_place_pod_runs_the_run_its_barrier_says(
 def test_a_failed_in_place_pod_keeps_its_exit_code() -> None:
     """Its mxnet container has no restart rule: the pod fails, its exit code in its state."""
     failed = {"terminated": {"exitCode": 3, "reason": "Error", "message": "started\n"}}
-    read = observe("mnist", pod(passed("2"), failed, "Failed", restart="2"))
+    read = observe("mnist", pod(passed("2"), failed, "Failed", restart="2", go="2"))
     assert read is not None
     assert (read.run, read.phase, read.exit_code, read.held) == (2, PodPhase.FAILED, 3, False)
 
@@ -153,7 +156,7 @@ def test_a_held_pod_past_the_records_is_held_for_the_current_run() -> None:
     """A restart annotation anyone who may edit the pod could write never moves the job to a
     run no record and no running pod knows (hooks/core/restart/runs.py)."""
     held = observe("mnist", pod(RUNNING, WAITING, "Pending", restart="7"))
-    other = pod(passed("1"))
+    other = pod(passed("1"), go="1")
     other["metadata"]["name"] = "mnist-worker-0"
     running = observe("mnist", other)
     assert held is not None and running is not None and held.run == 7

@@ -1,11 +1,12 @@
 """What a pod that restarts in place says of its run (docs/restarts.md#in-place).
 
-Its name and its `run` annotation are those it was made with; the run it runs now only its
-barrier says (hooks/core/build/inplace.py). A RestartAllContainers restart overwrites every
-container's last state (exit 137, reason RestartingAllContainers: seen on the real node), so
-only current states count:
-- a barrier that passed tells, as its termination message, the run it released the pod into
-  (empty at the pod's first start: the run of its annotation);
+Its name and its `run` annotation are those it was made with; the run it runs now its `go`
+annotation says, which released it (hooks/core/build/inplace.py): kept by the API server, where
+the barrier's termination message was seen to go (the real node). A RestartAllContainers restart
+overwrites every container's last state (exit 137, reason RestartingAllContainers), so only
+current states count:
+- a pod whose barrier does not hold it runs the run its `go` annotation released it into (none
+  before its first restart: the run of its `run` annotation);
 - a barrier that runs holds the pod's processes back, for the run its `restart` annotation
   asks for (the annotation the restart came from; hooks/core/restart/runs.py keeps it within
   the runs the records know);
@@ -39,23 +40,19 @@ RESTARTER_EXIT = 86
 def in_place(
     statuses: list[ContainerStatus],
     inits: list[ContainerStatus],
-    restart: str | None,
+    annotations: tuple[str | None, str | None],
     *,
     restarting: bool,
 ) -> InPlace | None:
     """The in-place facts of a pod with a barrier (its containers' and init containers'
-    statuses, its `restart` annotation, whether its AllContainersRestarting condition is
-    true); None for any other pod."""
+    statuses, its `restart` and `go` annotations, whether its AllContainersRestarting
+    condition is true); None for any other pod."""
     barrier = next((s for s in inits if s.name == BARRIER_CONTAINER), None)
     if barrier is None:
         return None
-    if restarting or _restarting([*inits, *statuses]):
-        return InPlace(run=_run(restart), held=True)
-    passed = barrier.state.terminated
-    if passed is not None:
-        return InPlace(run=_run(passed.message), held=False)
-    held = barrier.state.running is not None
-    return InPlace(run=_run(restart) if held else None, held=held)
+    restart, go = annotations
+    held = restarting or _restarting([*inits, *statuses]) or barrier.state.running is not None
+    return InPlace(run=_run(restart if held else go), held=held)
 
 
 def _restarting(statuses: list[ContainerStatus]) -> bool:

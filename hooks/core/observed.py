@@ -12,6 +12,7 @@ import msgspec
 
 from hooks.core.api import (
     ANNOTATION_ATTEMPT,
+    ANNOTATION_GO,
     ANNOTATION_PROGRESS,
     ANNOTATION_RESTART,
     ANNOTATION_RESTARTS,
@@ -243,7 +244,7 @@ def read_pod(job: str, pod: Pod, *, placement: bool = True) -> ObservedPod | Non
     place = in_place(
         status.container_statuses,
         status.init_container_statuses,
-        metadata.annotation(ANNOTATION_RESTART),
+        (metadata.annotation(ANNOTATION_RESTART), metadata.annotation(ANNOTATION_GO)),
         restarting=(RESTARTING_CONDITION, ConditionStatus.TRUE.value) in conditions,
     )
     return observed if place is None else _restarted_in_place(observed, place)
