@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from hooks.core.restart.runs import InPlaceOrder
 from hooks.core.status import JobStatus
 from tests import builders, golden
 from tests.builders import (
@@ -2261,11 +2262,15 @@ def in_place_pods() -> Json:
     return request(mxjob(replicas=WHOLE, run_policy=IN_PLACE))
 
 
-def _in_place_syncs() -> list[tuple[Json, list[Json]]]:
-    """Each request of an InPlace job whose Server was killed at minute 20: the cluster after
-    each answer as Metacontroller and the kubelet leave it, the restarter component carrying
-    `status.inPlaceRestart` to the pods (restarted, then released)."""
-    job, children = _running(replicas=WHOLE, run_policy=IN_PLACE)
+def _in_place_syncs(*, queued: bool = False) -> list[tuple[Json, list[Json]]]:
+    """Each request of an InPlace job (in a Kueue queue if `queued`) whose Server was killed at
+    minute 20: the cluster after each answer as Metacontroller and the kubelet leave it, the
+    restarter component carrying `status.inPlaceRestart` to the pods (restarted, then
+    released)."""
+    make = _queued_job if queued else mxjob
+    job = make(replicas=WHOLE, run_policy=IN_PLACE)
+    children = all_pods(first_cluster(job), running)
+    job = make(replicas=WHOLE, run_policy=IN_PLACE, status=status_after(job, children))
     children = with_states(children, mnist_server_0=lambda p: terminated(p, 137, minutes=20))
     found = [(job, children)]
     for step in range(5):
@@ -2279,7 +2284,7 @@ def _in_place_syncs() -> list[tuple[Json, list[Json]]]:
         ]
         if order is not None:
             children = [_carried(c, order, minutes) for c in children]
-        job = mxjob(replicas=WHOLE, run_policy=IN_PLACE, status=answer.status)
+        job = make(replicas=WHOLE, run_policy=IN_PLACE, status=answer.status)
         found.append((job, children))
     return found
 
@@ -2289,7 +2294,7 @@ def _started(child: Json, minutes: float) -> Json:
     return running(child, minutes + 1) if child["kind"] == "Pod" else child
 
 
-def _carried(child: Json, order: Json, minutes: float) -> Json:
+def _carried(child: Json, order: InPlaceOrder, minutes: float) -> Json:
     """What the restarter component and the kubelet make of a pod under `order`."""
     if child["kind"] != "Pod":
         return child
@@ -2350,6 +2355,16 @@ def in_place_run_running() -> Json:
 
     No inPlaceRestart any more; the Server's restart counted once."""
     return request(*_in_place_syncs()[5])
+
+
+@case
+def in_place_queued_pod_joins_the_admitted_group() -> Json:
+    """In a Kueue queue, the Server made again for run 1 joins run 0's Pod group.
+
+    Its pod-group-name is mnist-mxjob-run-0: the Workload Kueue admitted for the pods restarted
+    in place, which stays admitted, takes it as a replacement (a group of run 1 would wait for
+    pods that never come). The run record says group 0."""
+    return request(*_in_place_syncs(queued=True)[4])
 
 
 @case

@@ -1,8 +1,8 @@
 """A pod that restarts in place, read from its barrier and annotations (hooks/core/held.py,
 docs/restarts.md#in-place): the run its `go` annotation released it into, or the run its
-`restart` annotation holds it for; its restart counts and its mxnet container's last state count nothing (a
-RestartAllContainers restart writes them, the run records count it). The states are those the
-real node showed (notes/inplace/probe2.py)."""
+`restart` annotation holds it for; its restart counts and its mxnet container's last state
+count nothing (a RestartAllContainers restart writes them, the run records count it). The
+states are those the real node showed (notes/inplace/probe2.py)."""
 
 from typing import Any
 

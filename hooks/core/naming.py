@@ -93,6 +93,9 @@ class RunNames:
 
     config: str
     subdomain: str | None
+    #: The run whose Kueue pod group the pods join (None: their own run's); a run restarted
+    #: in place keeps its predecessor's group, whose Workload stays admitted.
+    group: int | None = None
 
 
 def run_names(job: str, run: int, *, per_job: bool) -> RunNames:

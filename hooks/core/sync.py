@@ -12,7 +12,7 @@ out. The status never holds it.
 
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Required, TypedDict, cast
 
@@ -321,7 +321,9 @@ def _run_names(job: Job, request: SyncRequest, record: runs.RunRecord | None) ->
     or those of a run an earlier version began."""
     run = runs.current_run(record, request.pods)
     shared = record is not None and record.run == run and not record.own_config
-    return resize.run_names(job, run, shared_config=shared, config_maps=request.config_maps)
+    names = resize.run_names(job, run, shared_config=shared, config_maps=request.config_maps)
+    group = runs.group_run(record, run)
+    return names if group == run else replace(names, group=group)
 
 
 def _older_configs(job: Job, request: SyncRequest, current: str) -> list[dict[str, Any]]:

@@ -141,7 +141,9 @@ class PodMaker:
             labels[PLUGINS_GROUP_LABEL] = job.name
         if job.queue is not None:
             queue_labels, queue_annotations = group_metadata(
-                job.queue, queue_group(job.name, run), job.spec.total_replicas
+                job.queue,
+                queue_group(job.name, run if self._names.group is None else self._names.group),
+                job.spec.total_replicas,
             )
             labels.update(queue_labels)
             ours.update(queue_annotations)

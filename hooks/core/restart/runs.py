@@ -19,7 +19,7 @@ before each run had its own), and how many restarts for edits in a row led to it
 """
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from enum import Enum
 from typing import Any, TypedDict
@@ -92,6 +92,9 @@ class RunRecord:
     #: Whether the run's pods restart in place (restartStrategy InPlace, and not a resize: a
     #: resized run's pods need another environment, docs/restarts.md#in-place).
     in_place: bool = False
+    #: The run whose Kueue pod group this run's pods join: a run restarted in place keeps the
+    #: group (and the admitted Workload) of the run its pods were made in; None: its own.
+    group: int | None = None
 
     def start(self, slot: Slot) -> RunStart:
         """Where this run begins for one slot."""
@@ -144,6 +147,7 @@ def observed_record(
             edits=_count(data.get("edits")) or 0,
             own_config=CONFIG_KEY in data,
             in_place=data.get(STRATEGY_KEY) == RestartStrategy.IN_PLACE.value,
+            group=_count(data.get(GROUP_KEY)),
         )
         return record, child
     return None, None
@@ -153,6 +157,8 @@ def observed_record(
 CONFIG_KEY = "config"
 #: The record's key saying its run restarts in place (absent: its pods are made again).
 STRATEGY_KEY = "strategy"
+#: The record's key naming the run whose Kueue pod group its run's pods join (absent: its own).
+GROUP_KEY = "group"
 
 
 def _count(text: str | None) -> int | None:
@@ -178,6 +184,8 @@ def record_config_map(job: Job, record: RunRecord) -> dict[str, Any]:
         data["edits"] = str(record.edits)
     if record.in_place:
         data[STRATEGY_KEY] = RestartStrategy.IN_PLACE.value
+    if record.group is not None:
+        data[GROUP_KEY] = str(record.group)
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
@@ -316,6 +324,21 @@ def stall_restart(
         moment=found.moment,
         in_place=restarts_in_place(job.spec),
     )
+
+
+def _grouped(fresh: RunRecord, record: RunRecord | None, run: int) -> RunRecord:
+    """A run restarted in place keeps the Kueue pod group of the run it follows, which is the
+    group its pods joined when they were made (a group is one Workload, admitted once)."""
+    if not fresh.in_place:
+        return fresh
+    return replace(fresh, group=group_run(record, run))
+
+
+def group_run(record: RunRecord | None, run: int) -> int:
+    """The run whose Kueue pod group the pods of `run` join."""
+    if record is None or record.run != run or record.group is None:
+        return run
+    return record.group
 
 
 def _of_the_run(plans: list[SlotPlan], extra: list[ObservedPod]) -> list[ObservedPod]:
@@ -502,6 +525,7 @@ def plan_run(
             or stall_restart(job, run, plans, stalled)
         )
         if isinstance(fresh, RunRecord):
+            fresh = _grouped(fresh, record, run)
             held = _held(plans, fresh)
             step = Step.RECORDING
             return RunPlan(
