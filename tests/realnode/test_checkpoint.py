@@ -62,9 +62,10 @@ def volume(cluster: Node, tmp_path: Path) -> Iterator[str]:
     cluster.kubectl("delete", "storageclass", CLASS, "--ignore-not-found")
 
 
-def checkpointed_job(cluster: Node, name: str) -> dict[str, Any]:
+def checkpointed_job(cluster: Node, name: str, strategy: str = "Recreate") -> dict[str, Any]:
     """Scheduler, Server and two Workers running checkpointed.py in dist_sync under ExitCode
-    (a killed Server restarts the whole job), the checkpoint on CLASS."""
+    (a killed Server restarts the whole job) with the restart strategy given, the checkpoint on
+    CLASS."""
     image = cluster.image("mxjob-mxnet")
 
     def each(replicas: int = 1) -> dict[str, Any]:
@@ -80,34 +81,71 @@ def checkpointed_job(cluster: Node, name: str) -> dict[str, Any]:
                 "spec": {"storageClassName": CLASS, "resources": {"requests": {"storage": "1Gi"}}}
             }
         },
+        runPolicy={"restartStrategy": strategy},
     )
 
 
-def test_a_killed_server_resumes_from_the_checkpoint(cluster: Node, volume: str) -> None:
-    cluster.apply(checkpointed_job(cluster, "kept"))
+@pytest.mark.parametrize("strategy", ["Recreate", "InPlace"])
+def test_a_killed_server_resumes_from_the_checkpoint(
+    cluster: Node, volume: str, strategy: str
+) -> None:
+    """Both restart strategies, measured beside each other (docs/restarts.md#in-place): from the
+    kill to Worker 0's first round of the next run. InPlace keeps the Scheduler's and the
+    Workers' pods (UID and IP); the failed Server is made again either way."""
+    name = f"kept-{strategy.lower()}"
+    cluster.apply(checkpointed_job(cluster, name, strategy))
     # Killed as epoch 3 begins, by the Worker's own log (the status lags by up to a pass):
     # epochs 0-2 are saved, so the next run begins at 3.
-    cluster.wait_log("kept-worker-0", "Epoch[3] Batch", timeout=300)
+    cluster.wait_log(f"{name}-worker-0", "Epoch[3] Batch", timeout=300)
+    before = identities(cluster, name)
     began = time.monotonic()
-    cluster.kill("kept-server-0")
-    cluster.wait_condition("kept", "Succeeded", timeout=300)
+    cluster.kill(f"{name}-server-0")
+    worker = wait_for("run 1's first round", lambda: resumed(cluster, name), 120)
+    resumed_after = time.monotonic() - began
+    after = identities(cluster, name)
+    cluster.wait_condition(name, "Succeeded", timeout=300)
     took = time.monotonic() - began
-    status = cluster.status("kept")
+    status = cluster.status(name)
     resumes = {r["run"]: r["epoch"] for r in status["progress"]["resumes"]}
     print(
-        f"\nserver killed as epoch 3 of 5 began: run 1 began at epoch {resumes.get(1)}, "
-        f"Succeeded {took:.1f}s later"
+        f"\n{strategy}: server killed as epoch 3 of 5 began: run 1 began at epoch "
+        f"{resumes.get(1)}, its first round {resumed_after:.1f}s later, Succeeded {took:.1f}s later"
     )
     assert resumes == {0: 0, 1: 3}, status["progress"]
     assert status["replicaStatuses"]["Server"]["restarts"] == 1, status["replicaStatuses"]
-    worker = next(p for p in cluster.pods("kept") if p.startswith("kept-worker-0-r"))
     assert f"resuming at epoch {resumes[1]}" in cluster.logs(worker)
-    claim = cluster.get("persistentvolumeclaim", "kept-checkpoint")
+    if strategy == "InPlace":
+        kept = {pod: uid_ip for pod, uid_ip in before.items() if "-server-" not in pod}
+        assert {pod: after.get(pod) for pod in kept} == kept
+        assert set(after) == {*kept, f"{name}-server-0-r1"}
+    else:
+        assert not set(before) & set(after), (before, after)
+    claim = cluster.get("persistentvolumeclaim", f"{name}-checkpoint")
     assert claim is not None and claim["status"]["phase"] == "Bound", claim
     assert claim["spec"]["volumeName"] == volume
     # Deleted with the job (its owner reference): the volume is released, its files kept.
-    cluster.delete("mxjob", "kept")
-    cluster.wait_gone("persistentvolumeclaim", "kept-checkpoint")
+    cluster.delete("mxjob", name)
+    cluster.wait_gone("persistentvolumeclaim", f"{name}-checkpoint")
+
+
+def identities(cluster: Node, name: str) -> dict[str, tuple[str, str]]:
+    """Each pod of the job not deleted: its UID and IP."""
+    return {
+        pod: (obj["metadata"]["uid"], obj["status"].get("podIP", ""))
+        for pod, obj in cluster.pods(name).items()
+        if not obj["metadata"].get("deletionTimestamp")
+    }
+
+
+def resumed(cluster: Node, name: str) -> str | None:
+    """Worker 0's pod once its running process resumed and trained a round (a Speedometer
+    line after "resuming at epoch"): the same pod restarted in place, or its next attempt."""
+    for pod in sorted(cluster.pods(name)):
+        if pod.startswith(f"{name}-worker-0"):
+            log = cluster.logs(pod)
+            if "Batch [" in log.partition("resuming at epoch")[2]:
+                return pod
+    return None
 
 
 def test_a_retained_claim_outlives_its_job_and_serves_the_next(cluster: Node, volume: str) -> None:

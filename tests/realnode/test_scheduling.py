@@ -24,7 +24,7 @@ import pytest
 from hooks.core import quantity
 from hooks.core.gang import pod_requests
 from tests.e2e.conftest import REPO, wait_for
-from tests.e2e.test_kueue import QUEUE, queue_objects
+from tests.e2e.test_kueue import QUEUE, queue_objects, workload, workload_condition
 from tests.realnode.conftest import WAITING, Node, mxjob, replica
 from tools.cluster import schedulers
 from tools.cluster.stack import Stack
@@ -244,3 +244,50 @@ def test_real_training_preempted_by_kueue_restarts_whole_uncounted_and_succeeds(
     status = cluster.status(low)
     assert all(not s.get("restarts") for s in status["replicaStatuses"].values()), status
     print(f"kueue: preemption to the job Succeeded {time.monotonic() - preempted:.1f}s")
+
+
+def test_a_queued_job_restarts_in_place_within_its_admitted_workload(
+    cluster: Node, kueue: None
+) -> None:
+    """restartStrategy InPlace under Kueue (docs/restarts.md#in-place): the Server SIGKILLed
+    mid-training; the Scheduler and the Workers restart in place (same pod UID and IP), the
+    Server alone is made again and joins run 0's Pod group, whose Workload stays admitted (no
+    Workload of run 1), and the real training runs again to Succeeded."""
+    name = "kueue-inplace"
+    job = queued(training(cluster, name, Decimal("0.1")), "mxjob-low")
+    job["spec"]["runPolicy"] = {"restartStrategy": "InPlace"}
+    cluster.apply(job)
+    before = wait_for(f"{name} running", lambda: running_at(cluster, name), 120)
+    cluster.wait_log(f"{name}-worker-0", "round 3 ok", timeout=120)
+    killed = time.monotonic()
+    cluster.kill(f"{name}-server-0")
+    after = wait_for("run 1 running", lambda: running_at(cluster, name, f"{name}-server-0-r1"), 120)
+    print(f"\nkueue in place: every pod running again {time.monotonic() - killed:.1f}s after")
+    kept = {pod for pod in before if pod != f"{name}-server-0"}
+    assert {pod: after[pod] for pod in kept} == {pod: before[pod] for pod in kept}
+    assert set(after) == kept | {f"{name}-server-0-r1"}
+    group = cluster.get("pod", f"{name}-server-0-r1") or {}
+    assert group["metadata"]["labels"]["kueue.x-k8s.io/pod-group-name"] == workload(name, 0)
+    admitted = workload_condition(cluster, workload(name, 0), "Admitted")
+    assert admitted.get("status") == "True", admitted
+    assert cluster.get("workloads.kueue.x-k8s.io", workload(name, 1)) is None
+    cluster.wait_condition(name, "Succeeded", timeout=180)
+    for worker in (f"{name}-worker-0", f"{name}-worker-1"):
+        assert FINISHED in cluster.logs(worker)
+    status = cluster.status(name)
+    assert status["replicaStatuses"]["Server"]["restarts"] == 1, status["replicaStatuses"]
+
+
+def running_at(
+    cluster: Node, name: str, among: str | None = None
+) -> dict[str, tuple[str, str]] | None:
+    """The job's pods (UID, IP) once all four run their mxnet container (`among` them)."""
+    found = {
+        pod: (obj["metadata"]["uid"], obj["status"].get("podIP", ""))
+        for pod, obj in live(cluster, name).items()
+        if any(
+            c["name"] == "mxnet" and "running" in c.get("state", {})
+            for c in obj["status"].get("containerStatuses", [])
+        )
+    }
+    return found if len(found) == 4 and (among is None or among in found) else None
