@@ -1,8 +1,9 @@
 """What the restarter decides, with no call made: the order the hook wrote in an MXJob's
 `status.inPlaceRestart`, which pods it is for, and the one JSON patch that puts a pod in step.
 
-A pod is in step with the order `{"run": N, "go": G}` when its annotation `ANNOTATION_RESTART`
-and its label `LABEL_RUN` say N, and, once G is true, its annotation `ANNOTATION_GO` says N too.
+A pod is in step with the order `{"run": N, "go": G}` when its annotations `ANNOTATION_RESTART`
+and `ANNOTATION_RUN` (the pod's MXJOB_RUN, read again when its containers start in place) and its
+label `LABEL_RUN` say N, and, once G is true, its annotation `ANNOTATION_GO` says N too.
 A key whose value is a larger number than N is left as it is: a late or stale order never takes
 a pod back to an earlier run. The patch opens with a `test` of the pod's uid, so that it never
 lands on another pod that took the name since the list.
@@ -14,6 +15,7 @@ from typing import Any
 from hooks.core.public import (
     ANNOTATION_GO,
     ANNOTATION_RESTART,
+    ANNOTATION_RUN,
     KIND,
     LABEL_JOB_NAME,
     LABEL_RUN,
@@ -95,7 +97,7 @@ def plan(pod: object, job: Order) -> Plan:
     has none); no patch when nothing differs."""
     value = str(job.run)
     wanted = {
-        "annotations": [ANNOTATION_RESTART, ANNOTATION_GO] if job.go else [ANNOTATION_RESTART],
+        "annotations": [ANNOTATION_RESTART, ANNOTATION_RUN, *([ANNOTATION_GO] if job.go else [])],
         "labels": [LABEL_RUN],
     }
     operations: Patch = []

@@ -36,17 +36,18 @@ def pod(
     restart: str | None = None,
     *,
     go: str | None = None,
+    run: str = "0",
     restarted: bool = True,
 ) -> dict[str, Any]:
-    """mnist-server-0, made in run 0, its containers in these states; `restarted` in place
-    twice (every restart count 2, every last state REMOVED)."""
+    """mnist-server-0, made in run 0 (its `run` annotation as given), its containers in these
+    states; `restarted` in place twice (every restart count 2, every last state REMOVED)."""
 
     def status(name: str, state: dict[str, Any]) -> dict[str, Any]:
         count = 2 if restarted else 0
         return {"name": name, "restartCount": count, "state": state,
                 "lastState": REMOVED if restarted else {}}  # fmt: skip
 
-    annotations = {"mxjob.kubeflow.org/run": "0", "mxjob.kubeflow.org/attempt": "0"}
+    annotations = {"mxjob.kubeflow.org/run": run, "mxjob.kubeflow.org/attempt": "0"}
     if restart is not None:
         annotations["mxjob.kubeflow.org/restart"] = restart
     if go is not None:
@@ -72,11 +73,13 @@ def pod(
         (pod(passed(""), restarted=False), 0, PodPhase.RUNNING, False),
         (pod(passed("2"), restart="2", go="2"), 2, PodPhase.RUNNING, False),
         (pod(RUNNING, WAITING, "Pending", restart="3"), 3, PodPhase.PENDING, True),
-        # Asked for run 3, not restarted yet: still run 2's processes.
-        (pod(passed("2"), restart="3", go="2"), 2, PodPhase.RUNNING, False),
+        # Asked for run 3, not restarted yet: still run 2's processes, whatever its run
+        # annotation (the restarter writes it with the restart annotation).
+        (pod(passed("2"), restart="3", go="2", run="3"), 2, PodPhase.RUNNING, False),
+        (pod(passed(""), restart="1", run="1", restarted=False), 0, PodPhase.RUNNING, False),
         # A first start: the barrier about to pass.
         (pod(RUNNING, WAITING, "Pending", restarted=False), 0, PodPhase.PENDING, True),
-        # Never lower than the run it was made in; a go that is no number is no run.
+        # A go that is no number is no run: the run annotation says.
         (pod(passed("2"), restart="2", go="x"), 0, PodPhase.RUNNING, False),
         (pod(RUNNING, WAITING, "Pending", restart="later"), 0, PodPhase.PENDING, True),
     ],
@@ -85,6 +88,7 @@ def pod(
         "released into run 2",
         "held for run 3",
         "asked, not restarted yet",
+        "asked for run 1 at its first start, not restarted yet",
         "held at its first start",
         "a go that is no number",
         "held for no number",

@@ -23,7 +23,13 @@ import pytest
 import yaml
 
 from component import runtime
-from hooks.core.public import ANNOTATION_GO, ANNOTATION_RESTART, LABEL_JOB_NAME, LABEL_RUN
+from hooks.core.public import (
+    ANNOTATION_GO,
+    ANNOTATION_RESTART,
+    ANNOTATION_RUN,
+    LABEL_JOB_NAME,
+    LABEL_RUN,
+)
 from hooks.logs import JsonFormatter
 from restarter import __main__ as cli
 from restarter import controller
@@ -37,6 +43,7 @@ REPO = Path(__file__).resolve().parent.parent
 RESTART = "/metadata/annotations/mxjob.kubeflow.org~1restart"
 GO = "/metadata/annotations/mxjob.kubeflow.org~1go"
 RUN = "/metadata/labels/mxjob.kubeflow.org~1run"
+NOTE_RUN = "/metadata/annotations/mxjob.kubeflow.org~1run"
 
 
 def mxjob(name: str = "train", restart: object = None, namespace: str = "team-a") -> dict[str, Any]:
@@ -175,11 +182,12 @@ def test_controlled(why: str, candidate: object, want: bool) -> None:
 
 
 TEST_UID = {"op": "test", "path": "/metadata/uid", "value": "pod-train-worker-0"}
-IN_STEP = {ANNOTATION_RESTART: "3", ANNOTATION_GO: "3"}
+IN_STEP = {ANNOTATION_RESTART: "3", ANNOTATION_RUN: "3", ANNOTATION_GO: "3"}
 #: A pod of run 2 (or of no run one can read) raised to run 3, and go.
 RAISED = [
     TEST_UID,
     {"op": "replace", "path": RESTART, "value": "3"},
+    {"op": "replace", "path": NOTE_RUN, "value": "3"},
     {"op": "replace", "path": GO, "value": "3"},
     {"op": "replace", "path": RUN, "value": "3"},
 ]
@@ -189,19 +197,21 @@ PLAN_CASES = [
         "a pod with no annotations: they are added whole, the label beside the others",
         pod(), ordered(3),
         Plan([TEST_UID, {"op": "add", "path": "/metadata/annotations",
-                         "value": {ANNOTATION_RESTART: "3"}},
+                         "value": {ANNOTATION_RESTART: "3", ANNOTATION_RUN: "3"}},
               {"op": "add", "path": RUN, "value": "3"}]),
     ),
     (
-        "go: both annotations, in one add of the annotations",
+        "go: the three annotations, in one add of the annotations",
         pod(), ordered(3, go=True),
         Plan([TEST_UID, {"op": "add", "path": "/metadata/annotations",
-                         "value": {ANNOTATION_RESTART: "3", ANNOTATION_GO: "3"}},
+                         "value": {ANNOTATION_RESTART: "3", ANNOTATION_RUN: "3",
+                                   ANNOTATION_GO: "3"}},
               {"op": "add", "path": RUN, "value": "3"}]),
     ),
     (
         "older values replaced, others' keys untouched",
-        pod(annotations={ANNOTATION_RESTART: "2", ANNOTATION_GO: "2", "team": "vision"},
+        pod(annotations={ANNOTATION_RESTART: "2", ANNOTATION_RUN: "2", ANNOTATION_GO: "2",
+                         "team": "vision"},
             labels={LABEL_RUN: "2"}),
         ordered(3, go=True),
         Plan(RAISED),
@@ -210,11 +220,13 @@ PLAN_CASES = [
         "not go: the go annotation is left as it is",
         pod(annotations={ANNOTATION_GO: "2"}), ordered(3),
         Plan([TEST_UID, {"op": "add", "path": RESTART, "value": "3"},
+              {"op": "add", "path": NOTE_RUN, "value": "3"},
               {"op": "add", "path": RUN, "value": "3"}]),
     ),
     (
         "go given after the restart: only the go annotation",
-        pod(annotations={ANNOTATION_RESTART: "3"}, labels={LABEL_RUN: "3"}), ordered(3, go=True),
+        pod(annotations={ANNOTATION_RESTART: "3", ANNOTATION_RUN: "3"}, labels={LABEL_RUN: "3"}),
+        ordered(3, go=True),
         Plan([TEST_UID, {"op": "add", "path": GO, "value": "3"}]),
     ),
     (
@@ -224,25 +236,29 @@ PLAN_CASES = [
     ),
     (
         "in step but for go, which the order does not give yet: no patch",
-        pod(annotations={ANNOTATION_RESTART: "3"}, labels={LABEL_RUN: "3"}), ordered(3),
+        pod(annotations={ANNOTATION_RESTART: "3", ANNOTATION_RUN: "3"}, labels={LABEL_RUN: "3"}),
+        ordered(3),
         Plan([]),
     ),
     (
         "a larger number is kept, the smaller ones raised",
-        pod(annotations={ANNOTATION_RESTART: "12", ANNOTATION_GO: "2"}, labels={LABEL_RUN: "2"}),
+        pod(annotations={ANNOTATION_RESTART: "12", ANNOTATION_RUN: "2", ANNOTATION_GO: "2"},
+            labels={LABEL_RUN: "2"}),
         ordered(3, go=True),
-        Plan([TEST_UID, {"op": "replace", "path": GO, "value": "3"},
+        Plan([TEST_UID, {"op": "replace", "path": NOTE_RUN, "value": "3"},
+              {"op": "replace", "path": GO, "value": "3"},
               {"op": "replace", "path": RUN, "value": "3"}], (ANNOTATION_RESTART,)),
     ),
     (
         "every number larger: no patch, each key said",
-        pod(annotations={ANNOTATION_RESTART: "4", ANNOTATION_GO: "4"}, labels={LABEL_RUN: "4"}),
+        pod(annotations={ANNOTATION_RESTART: "4", ANNOTATION_RUN: "4", ANNOTATION_GO: "4"},
+            labels={LABEL_RUN: "4"}),
         ordered(3, go=True),
-        Plan([], (ANNOTATION_RESTART, ANNOTATION_GO, LABEL_RUN)),
+        Plan([], (ANNOTATION_RESTART, ANNOTATION_RUN, ANNOTATION_GO, LABEL_RUN)),
     ),
     (
         "what is not a number is replaced, leading zeros too",
-        pod(annotations={ANNOTATION_RESTART: "later", ANNOTATION_GO: "0003"},
+        pod(annotations={ANNOTATION_RESTART: "later", ANNOTATION_RUN: "", ANNOTATION_GO: "0003"},
             labels={LABEL_RUN: "+9"}),
         ordered(3, go=True),
         Plan(RAISED),
@@ -428,6 +444,7 @@ def test_a_pass_puts_every_pod_of_an_ordered_job_in_step_with_one_patch_each() -
     assert api.patches[1] == ("train-worker-1", [
         {"op": "test", "path": "/metadata/uid", "value": "pod-train-worker-1"},
         {"op": "add", "path": RESTART, "value": "3"},
+        {"op": "add", "path": NOTE_RUN, "value": "3"},
         {"op": "add", "path": RUN, "value": "3"},
     ])  # fmt: skip
     assert all(in_step(p, 3, go=False) for p in api.pods)
@@ -468,7 +485,7 @@ def test_a_larger_number_on_a_pod_is_kept(caplog: pytest.LogCaptureFixture) -> N
     with caplog.at_level(logging.DEBUG, logger="restarter"):
         assert api.run_once() == Result(patched=1)
     meta = api.pods[0]["metadata"]
-    assert meta["annotations"] == {ANNOTATION_RESTART: "5", ANNOTATION_GO: "3"}
+    assert meta["annotations"] == {ANNOTATION_RESTART: "5", ANNOTATION_RUN: "3", ANNOTATION_GO: "3"}
     assert meta["labels"][LABEL_RUN] == "5"
     kept = [json.loads(JsonFormatter().format(r)) for r in caplog.records]
     assert [(line["level"], line["action"]) for line in kept if line["action"] == "ahead"] == [
@@ -598,7 +615,8 @@ def test_a_changed_order_is_acted_on_as_it_comes() -> None:
     api.run(interval=2.0)
     assert in_step(api.pods[0], 3, go=True)
     assert [body[1:] for _, body in api.patches] == [
-        [{"op": "add", "path": "/metadata/annotations", "value": {ANNOTATION_RESTART: "3"}},
+        [{"op": "add", "path": "/metadata/annotations",
+          "value": {ANNOTATION_RESTART: "3", ANNOTATION_RUN: "3"}},
          {"op": "add", "path": RUN, "value": "3"}],
         [{"op": "add", "path": GO, "value": "3"}],
     ]  # fmt: skip
@@ -736,8 +754,8 @@ REFUSED = {
     "the restart annotation removed": _changed(lambda m: m["annotations"].pop(ANNOTATION_RESTART)),
     "the run label removed": _changed(lambda m: m["labels"].pop(LABEL_RUN)),
     "the job's label changed": _changed(lambda m: m["labels"].update({LABEL_JOB_NAME: "x"})),
-    "the run annotation (not the label)": _changed(
-        lambda m: m["annotations"].update({"mxjob.kubeflow.org/run": "3"})
+    "the run annotation not a number": _changed(
+        lambda m: m["annotations"].update({ANNOTATION_RUN: "three"})
     ),
     "an owner changed": _changed(lambda m: m.update(ownerReferences=[owner("uid-other")])),
     "a finalizer added": _changed(lambda m: m.update(finalizers=["example.com/hold"])),
@@ -751,6 +769,7 @@ def test_the_policy_refuses_any_other_change(new: dict[str, Any]) -> None:
 
 def test_the_policy_admits_what_it_should_and_only_for_mxjob_pods() -> None:
     raised = _changed(lambda m: (m["annotations"].update({ANNOTATION_RESTART: "3",
+                                                          ANNOTATION_RUN: "3",
                                                           ANNOTATION_GO: "3"}),
                                  m["labels"].update({LABEL_RUN: "3"})))  # fmt: skip
     assert admitted(BEFORE, raised)

@@ -78,7 +78,8 @@ def held_in_place(pod: dict[str, Any], run: int, minutes: float = 1) -> dict[str
     """A pod of an InPlace job after the restarter component asked it to restart for `run`:
     every container restarted (as the real node shows it), its barrier holding it back."""
     obj = copy.deepcopy(pod)
-    obj["metadata"].setdefault("annotations", {})["mxjob.kubeflow.org/restart"] = str(run)
+    annotations = obj["metadata"].setdefault("annotations", {})
+    annotations["mxjob.kubeflow.org/restart"] = annotations["mxjob.kubeflow.org/run"] = str(run)
     obj["metadata"].setdefault("labels", {})["mxjob.kubeflow.org/run"] = str(run)
 
     def restarted(name: str, state: dict[str, Any]) -> dict[str, Any]:

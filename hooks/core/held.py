@@ -5,8 +5,10 @@ annotation says, which released it (hooks/core/build/inplace.py): kept by the AP
 the barrier's termination message was seen to go (the real node). A RestartAllContainers restart
 overwrites every container's last state (exit 137, reason RestartingAllContainers), so only
 current states count:
-- a pod whose barrier does not hold it runs the run its `go` annotation released it into (none
-  before its first restart: the run of its `run` annotation);
+- a pod whose barrier does not hold it runs the run its `go` annotation released it into; with
+  none, it was made in run 0 and never restarted (a pod made for a later run carries that run's
+  `go`). Its `run` annotation cannot say: the restarter component writes it with `restart`
+  (the next run's MXJOB_RUN), before the pod's processes stop;
 - a barrier that runs holds the pod's processes back, for the run its `restart` annotation
   asks for (the annotation the restart came from; hooks/core/restart/runs.py keeps it within
   the runs the records know);
@@ -52,7 +54,9 @@ def in_place(
         return None
     restart, go = annotations
     held = restarting or _restarting([*inits, *statuses]) or barrier.state.running is not None
-    return InPlace(run=_run(restart if held else go), held=held)
+    if held:
+        return InPlace(run=_run(restart), held=True)
+    return InPlace(run=0 if go is None else _run(go), held=False)
 
 
 def _restarting(statuses: list[ContainerStatus]) -> bool:

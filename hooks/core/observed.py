@@ -254,7 +254,7 @@ def _restarted_in_place(pod: ObservedPod, place: InPlace) -> ObservedPod:
     """A pod that restarts in place as its barrier says it is (hooks/core/held.py): of the run
     it was released into, or held for. Its restart counts and its mxnet container's last state
     tell in-place restarts only, which the run records count already."""
-    run = pod.run if place.run is None else max(pod.run, place.run)
+    run = pod.run if place.run is None else place.run
     pod = msgspec.structs.replace(pod, run=run, restart_count=0, ended_before=None, held=place.held)
     if not place.held or pod.phase is PodPhase.PENDING:
         return pod
