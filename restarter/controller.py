@@ -9,10 +9,11 @@ watch, every job with an order not acted on for `interval` is acted on again: a 
 since, or a patch that lost a race, is in step within about `interval`. A job is forgotten when
 a change shows it without an order or deleted, or when a whole watch did not list it.
 
-An act lists the job's pods by its name label (a page at a time, `MAX_PODS` at most) and
-patches those of this very job that differ, one JSON patch each. 404 (the pod is gone) and 409
-or 422 (its `test` failed: replaced since listed) are races, logged at debug: the next act sees
-the pod as it is. Any other failure on a pod or a job is logged with the job and counted, and
+An act lists the job's pods by its name label (a page at a time, never all held at once) and
+patches those of this very job that differ, one JSON patch each, `MAX_PATCHES` at most: a job
+with more out of step is put in step over several acts (each pod once), never left half done.
+404 (the pod is gone) and 409 or 422 (its `test` failed: replaced since listed) are races,
+logged at debug: the next act sees the pod as it is. Any other failure on a pod or a job is logged with the job and counted, and
 the others go on.
 """
 
@@ -23,7 +24,6 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
-from itertools import islice
 from typing import Any, Protocol
 
 from kubernetes import client, watch
@@ -43,8 +43,8 @@ from restarter.plan import Order, OrderError, Patch, controlled, order, plan, se
 LOG = logging.getLogger("restarter")
 #: How long a watch lasts while no job has an order (and SIGTERM is noticed at the latest).
 WATCH_SECONDS = 30
-#: The pods of one job read per act at most; a job with more is logged.
-MAX_PODS = 1000
+#: The pods of one job patched per act at most (an act lists on past the pods in step).
+MAX_PATCHES = 1000
 #: A race, not a failure: the pod is gone (404), or its `test` found it changed (409, 422).
 RACES = frozenset({404, 409, 422})
 #: Named, not guessed: the client may send a patch body as a merge patch otherwise.
@@ -131,18 +131,23 @@ def act(pods: Pods, job: Order) -> Result:
     """Patch each pod of the job that is not in step with its order. A failure on one pod is
     logged and counted and the others go on; one listing the pods is logged and counted."""
     result = Result()
-    try:
-        listed = list(islice(_pods(pods, job), MAX_PODS + 1))
-    except Exception:
-        result.errors += 1
-        LOG.exception("could not list this job's pods", extra={"fields": _fields(job, "error")})
-        return result
-    if len(listed) > MAX_PODS:
-        _log(logging.WARNING, f"more than {MAX_PODS} pods: only the first looked at", job, "bound")
-    for pod in listed[:MAX_PODS]:
-        if controlled(pod, job):
-            _put_in_step(pods, job, pod, result)
-    return result
+    tried = 0
+    listed = _pods(pods, job)
+    while True:
+        try:
+            pod = next(listed, None)
+        except Exception:
+            result.errors += 1
+            LOG.exception("could not list this job's pods", extra={"fields": _fields(job, "error")})
+            return result
+        if pod is None:
+            return result
+        if not controlled(pod, job):
+            continue
+        if tried == MAX_PATCHES:
+            _log(logging.INFO, f"{MAX_PATCHES} pods patched: the next act goes on", job, "bound")
+            return result
+        tried += _put_in_step(pods, job, pod, result)
 
 
 def _pods(pods: Pods, job: Order) -> Iterator[object]:
@@ -158,13 +163,14 @@ def _pods(pods: Pods, job: Order) -> Iterator[object]:
     return paged(page)
 
 
-def _put_in_step(pods: Pods, job: Order, pod: object, result: Result) -> None:
+def _put_in_step(pods: Pods, job: Order, pod: object, result: Result) -> bool:
+    """Patch the pod if it is not in step (counted in `result`); whether a patch was sent."""
     name = str(dig(pod, "metadata", "name"))
     planned = plan(pod, job)
     for key in planned.ahead:
         _log(logging.DEBUG, f"{key} kept: it names a later run", job, "ahead", pod=name)
     if not planned.patch:
-        return
+        return False
     try:
         pods.patch_namespaced_pod(
             name, job.namespace, planned.patch,
@@ -173,16 +179,17 @@ def _put_in_step(pods: Pods, job: Order, pod: object, result: Result) -> None:
     except ApiException as exc:
         if exc.status not in RACES:
             _failed(job, name, result)
-            return
+            return True
         result.races += 1
         _log(logging.DEBUG, "not patched: gone or changed since listed", job, "race", pod=name,
              reason=f"HTTP {exc.status} {exc.reason}")  # fmt: skip
-        return
+        return True
     except Exception:
         _failed(job, name, result)
-        return
+        return True
     result.patched += 1
     _log(logging.INFO, f"pod in step with run {job.run}", job, "patch", pod=name, go=str(job.go))
+    return True
 
 
 def _failed(job: Order, pod: str, result: Result) -> None:

@@ -33,7 +33,7 @@ from hooks.core.public import (
 from hooks.logs import JsonFormatter
 from restarter import __main__ as cli
 from restarter import controller
-from restarter.controller import MAX_PODS, WATCH_SECONDS, Result, act, run_once
+from restarter.controller import MAX_PATCHES, WATCH_SECONDS, Result, act, run_once
 from restarter.plan import Order, OrderError, Patch, Plan, controlled, order, plan, selector
 from tests.manifest_support import policy_admits
 from testsupport.component_cli import against
@@ -558,15 +558,26 @@ def test_a_malformed_order_is_logged_and_skips_its_job_only(
     assert "run" in line["reason"]
 
 
-def test_the_pods_are_read_a_page_at_a_time_and_bounded(caplog: pytest.LogCaptureFixture) -> None:
-    pods = [pod(f"train-worker-{i:04}") for i in range(MAX_PODS + 3)]
+def test_the_pods_are_read_a_page_at_a_time_and_patched_a_bounded_number_per_act(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A job of more pods than an act patches is put in step over several acts, every pod
+    patched once, the pods already in step passed over."""
+    pods = [pod(f"train-worker-{i:04}") for i in range(MAX_PATCHES * 2 + 3)]
     api = FakeCluster([], pods, page_size=400)
-    with caplog.at_level(logging.WARNING, logger="restarter"):
-        assert act(api, ordered(3)) == Result(patched=MAX_PODS)
-    assert api.calls.count(SELECT) == 3, "1003 pods in pages of 400: the third page says more"
-    assert not any(in_step(p, 3, go=False) for p in api.pods[MAX_PODS:])
-    (line,) = [json.loads(JsonFormatter().format(r)) for r in caplog.records]
-    assert (line["name"], line["action"]) == ("train", "bound")
+    with caplog.at_level(logging.INFO, logger="restarter"):
+        assert act(api, ordered(3)) == Result(patched=MAX_PATCHES)
+    assert api.calls.count(SELECT) == 3, "1000 patched by the third page of 400"
+    assert not any(in_step(p, 3, go=False) for p in api.pods[MAX_PATCHES:])
+    bound = [json.loads(JsonFormatter().format(r)) for r in caplog.records]
+    assert [(line["name"], line["action"]) for line in bound if line["action"] != "patch"] == [
+        ("train", "bound")
+    ]
+    assert act(api, ordered(3)) == Result(patched=MAX_PATCHES)
+    assert act(api, ordered(3)) == Result(patched=3)
+    assert all(in_step(p, 3, go=False) for p in api.pods)
+    assert [name for name, _ in api.patches] == [p["metadata"]["name"] for p in pods]
+    assert act(api, ordered(3)) == Result(), "in step: listed, nothing patched"
 
 
 def test_one_namespace() -> None:
