@@ -13,8 +13,8 @@ An act lists the job's pods by its name label (a page at a time, never all held 
 patches those of this very job that differ, one JSON patch each, `MAX_PATCHES` at most: a job
 with more out of step is put in step over several acts (each pod once), never left half done.
 404 (the pod is gone) and 409 or 422 (its `test` failed: replaced since listed) are races,
-logged at debug: the next act sees the pod as it is. Any other failure on a pod or a job is logged with the job and counted, and
-the others go on.
+logged at debug: the next act sees the pod as it is. Any other failure on a pod or a job is
+logged with the job and counted, and the others go on.
 """
 
 import json
