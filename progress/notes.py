@@ -11,7 +11,7 @@ since the hook also counts its Scheduler's and Servers' starts and may come due 
 Pure: no client, no clock.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from hooks.core.public import Noted, Report, first_report, format_time, latest, parse_lines
@@ -55,6 +55,8 @@ def noted_after(
     """Each Worker's newest report from its `logs` (its timestamped lines, oldest first; a
     Worker missing from `logs` was not read), and the look past the job's deadline confirmed
     on the newest reporter (the first Worker when none reported)."""
+    # A note made before the Worker's container started (restarted in place) is not its own.
+    workers = [replace(w, noted=w.noted.since(w.started)) for w in workers]
     reports = {w.name: parse_lines(logs.get(w.name, ()), w.noted.report) for w in workers}
     moments = {name: r.moment for name, r in reports.items() if r is not None and r.moment}
     due = _due(workers, moments, deadlines)

@@ -4,6 +4,7 @@ docs/restarts.md#in-place): the run its `go` annotation released it into, or the
 count nothing (a RestartAllContainers restart writes them, the run records count it). The
 states are those the real node showed (notes/inplace/probe2.py)."""
 
+import json
 from typing import Any
 
 import pytest
@@ -167,3 +168,31 @@ def test_a_held_pod_past_the_records_is_held_for_the_current_run() -> None:
     pods = {held.slot: [held], running.slot: [running]}
     assert current_run(None, pods) == 1
     assert sorted(p.run for found in within_records(pods, 1).values() for p in found) == [1, 1]
+
+
+def _noted(minute: int) -> str:
+    report = {"epoch": 4, "batch": 5, "time": f"2026-03-01T12:{minute:02}:00Z"}
+    return json.dumps({"report": report, "began": 0})
+
+
+@pytest.mark.parametrize(
+    ("minute", "barrier", "kept"),
+    [
+        (12, passed("2"), True),  # reported by the process running since 12:11
+        (10, passed("2"), False),  # by the process before the restart in place
+        (12, RUNNING, False),  # held: no process runs
+    ],
+    ids=["its own process's note", "a note from before the restart", "held"],
+)
+def test_an_in_place_pod_reads_only_a_progress_note_of_its_running_process(
+    minute: int, barrier: dict[str, Any], kept: bool
+) -> None:
+    """The progress component's note stays on a pod restarted in place; the run it was
+    released into must not take the run before's report, or where that run began, as its own."""
+    held = barrier is RUNNING
+    observed = pod(barrier, WAITING if held else RUNNING, "Pending" if held else "Running",
+                   restart="2", go="2")  # fmt: skip
+    observed["metadata"]["annotations"]["mxjob.kubeflow.org/progress"] = _noted(minute)
+    read = observe("mnist", observed)
+    assert read is not None
+    assert (read.noted.report is not None) is kept

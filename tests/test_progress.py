@@ -214,3 +214,17 @@ def test_progress_read_now_clears_the_look() -> None:
     # The new report is noted; the earlier look stays as it was (the hook compares it with the
     # deadline counted from the new report, which it is before).
     assert moved == {"w-0": Noted(report=report(1, 6, stamp(0.5)), seen=stamp(1))}
+
+
+def test_a_note_from_before_the_workers_container_started_is_not_its_own() -> None:
+    """Restarted in place, a Worker keeps its pod and the note on it: the note of the process
+    before (epoch 4, its run began at 0) gives way to the new process's first report (its run
+    resumed at 3), and where the run began is read again."""
+    before = Noted(report=report(4, 5, stamp(3)), seen=stamp(2.5), began=0)
+    logs = {"w-0": [line(0.5, "resuming at epoch 3"), line(0.4, "Epoch[3] Batch [5]")]}
+    (noted,) = noted_after([worker("w-0", 1, before)], logs, Deadlines(), NOW).changed.values()
+    assert noted == Noted(report=report(3, 5, stamp(0.4)), began=3)
+    assert noted_after([worker("w-0", 1, before)], {"w-0": []}, Deadlines(), NOW).changed == {}
+    assert before.since(NOW - timedelta(minutes=4)) == before
+    assert before.since(NOW - timedelta(minutes=2.7)) == NOTHING, "a report from before it"
+    assert before.since(None) == NOTHING

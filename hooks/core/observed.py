@@ -253,9 +253,14 @@ def read_pod(job: str, pod: Pod, *, placement: bool = True) -> ObservedPod | Non
 def _restarted_in_place(pod: ObservedPod, place: InPlace) -> ObservedPod:
     """A pod that restarts in place as its barrier says it is (hooks/core/held.py): of the run
     it was released into, or held for. Its restart counts and its mxnet container's last state
-    tell in-place restarts only, which the run records count already."""
+    tell in-place restarts only, which the run records count already; its progress note may
+    tell of its process before the restart, and is read only if it does not."""
     run = pod.run if place.run is None else place.run
-    pod = msgspec.structs.replace(pod, run=run, restart_count=0, ended_before=None, held=place.held)
+    # A held pod runs no process to note; a released one only what its new process reported.
+    noted = NOTHING if place.held else pod.noted.since(pod.started)
+    pod = msgspec.structs.replace(
+        pod, run=run, restart_count=0, ended_before=None, held=place.held, noted=noted
+    )
     if not place.held or pod.phase is PodPhase.PENDING:
         return pod
     # Held, whatever phase the kubelet shows for a moment: its processes do not run.

@@ -75,6 +75,16 @@ class Noted(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, gc=Fa
     def seen_at(self) -> datetime | None:
         return parse_time(self.seen)
 
+    def since(self, started: datetime | None) -> "Noted":
+        """The note if it is of the mxnet container that started at `started`, else NOTHING:
+        a pod's note stays on it when its containers restart in place, and tells of the
+        process before (where its run began, its newest report, a look)."""
+        report = self.report.moment if self.report is not None else None
+        moments = [m for m in (report, self.seen_at) if m is not None]
+        if started is None or any(moment < started for moment in moments):
+            return NOTHING
+        return self
+
 
 _DECODE = msgspec.json.Decoder(Noted)
 _ENCODE = msgspec.json.Encoder()
