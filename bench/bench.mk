@@ -2,7 +2,7 @@
 # Uses $(BIN) (the virtualenv's bin) and $(STAMP) (requirements installed) from the Makefile.
 # Both start gunicorn on 127.0.0.1 on a port the kernel picks, and stop it when done.
 
-.PHONY: bench bench-system bench-progress bench-first-round load fuzz compare compare-node
+.PHONY: bench bench-system bench-restart bench-progress bench-first-round load fuzz compare compare-node
 
 BENCH_ARGS ?=
 LOAD_ARGS ?=
@@ -28,6 +28,13 @@ BENCH_SYSTEM_ARGS ?=
 ## hook against Metacontroller and kube-apiserver, and the 304s of a quiet job (~5 min warm)
 bench-system: $(STAMP)
 	$(BIN)/python -m bench.system $(BENCH_SYSTEM_ARGS)
+
+BENCH_RESTART_ARGS ?=
+
+## bench-restart: a 1000-replica MXJob's whole-job restart on the KWOK tier, Recreate then InPlace
+## (the Server's pod deleted to every pod of the next run Running; ~12 min warm)
+bench-restart: $(STAMP)
+	$(BIN)/python -m bench.restart $(BENCH_RESTART_ARGS)
 
 BENCH_PROGRESS_ARGS ?=
 

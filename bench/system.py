@@ -122,11 +122,15 @@ class Run:
         return len(out.stdout.split())
 
 
-def measure_creation(run: Run, replicas: int) -> dict[str, Any]:
-    """Apply the job and wait until every pod and the job are Running."""
+def measure_creation(
+    run: Run, replicas: int, manifest: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """Apply the job (`manifest`, else `job_manifest`) and wait until every pod and the job are
+    Running."""
     syncs_before, _ = hook_syncs(run.metrics())
     cpu_before = run.cpu()
-    run.stack.kubectl("apply", "-f", "-", input=json.dumps(job_manifest(replicas)))
+    applied = manifest if manifest is not None else job_manifest(replicas)
+    run.stack.kubectl("apply", "-f", "-", input=json.dumps(applied))
     deadline = time.monotonic() + 900
     while run.running_pods() < replicas:
         if time.monotonic() > deadline:

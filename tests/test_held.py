@@ -181,16 +181,18 @@ def _noted(minute: int) -> str:
         (12, passed("2"), True),  # reported by the process running since 12:11
         (10, passed("2"), False),  # by the process before the restart in place
         (12, RUNNING, False),  # held: no process runs
+        (12, None, False),  # released, its mxnet container not started yet (the real node)
     ],
-    ids=["its own process's note", "a note from before the restart", "held"],
+    ids=["its own process's note", "a note from before the restart", "held", "not started"],
 )
 def test_an_in_place_pod_reads_only_a_progress_note_of_its_running_process(
-    minute: int, barrier: dict[str, Any], kept: bool
+    minute: int, barrier: dict[str, Any] | None, kept: bool
 ) -> None:
     """The progress component's note stays on a pod restarted in place; the run it was
     released into must not take the run before's report, or where that run began, as its own."""
     held = barrier is RUNNING
-    observed = pod(barrier, WAITING if held else RUNNING, "Pending" if held else "Running",
+    mxnet = WAITING if held or barrier is None else RUNNING
+    observed = pod(barrier or passed("2"), mxnet, "Pending" if held else "Running",
                    restart="2", go="2")  # fmt: skip
     observed["metadata"]["annotations"]["mxjob.kubeflow.org/progress"] = _noted(minute)
     read = observe("mnist", observed)

@@ -247,17 +247,21 @@ def read_pod(job: str, pod: Pod, *, placement: bool = True) -> ObservedPod | Non
         (metadata.annotation(ANNOTATION_RESTART), metadata.annotation(ANNOTATION_GO)),
         restarting=(RESTARTING_CONDITION, ConditionStatus.TRUE.value) in conditions,
     )
-    return observed if place is None else _restarted_in_place(observed, place)
+    if place is None:
+        return observed
+    running = mxnet.state.running
+    return _restarted_in_place(observed, place, moment(running.started_at) if running else None)
 
 
-def _restarted_in_place(pod: ObservedPod, place: InPlace) -> ObservedPod:
+def _restarted_in_place(pod: ObservedPod, place: InPlace, running: datetime | None) -> ObservedPod:
     """A pod that restarts in place as its barrier says it is (hooks/core/held.py): of the run
     it was released into, or held for. Its restart counts and its mxnet container's last state
     tell in-place restarts only, which the run records count already; its progress note may
-    tell of its process before the restart, and is read only if it does not."""
+    tell of its process before the restart, and is read only if it is of the mxnet process
+    `running` since then (none runs: no note; the pod's start is the first process's)."""
     run = pod.run if place.run is None else place.run
     # A held pod runs no process to note; a released one only what its new process reported.
-    noted = NOTHING if place.held else pod.noted.since(pod.started)
+    noted = NOTHING if place.held else pod.noted.since(running)
     pod = msgspec.structs.replace(
         pod, run=run, restart_count=0, ended_before=None, held=place.held, noted=noted
     )

@@ -20,6 +20,15 @@ ends the way a kubelet ends it: its containers terminated with 143 (SIGTERM) and
 whoever owns the finalizer then removes it. The stock ``pod-fast`` delete stage is narrowed to
 pods without finalizers, as ``pod-general``'s already is: it would only retry the deletion, and a
 pod that never ends keeps its finalizer forever.
+
+Our stages (``IN_PLACE_STAGES``): a kubelet's `RestartAllContainers` restart of an InPlace job's
+pod (docs/restarts.md#in-place), as the real node showed it (notes in
+tests/realnode/test_checkpoint.py's InPlace case): a Running pod whose `restart` annotation
+differs from its `go` annotation (absent: 0) is held, its barrier running and its mxnet
+container waiting, phase Pending; a held pod whose `go` annotation has caught up is released,
+its barrier passed and its containers running, phase Running. Its Ready condition stays True
+while held, so the stock `pod-ready` stage leaves it alone. Timing only (bench/restart.py): the
+pods, the barrier and the restarter's exit are the real node's to prove.
 """
 
 from __future__ import annotations
@@ -94,6 +103,87 @@ spec:
 """
 
 
+_RESTART = '.metadata.annotations["mxjob.kubeflow.org/restart"]'
+_GO = '.metadata.annotations["mxjob.kubeflow.org/go"]'
+_READY = '.status.conditions.[] | select( .type == "Ready" ) | .status'
+#: The conditions of a pod under the two stages: Ready stays True (see the module's docstring).
+_IN_PLACE_CONDITIONS = """\
+      conditions:
+      - lastTransitionTime: {{ $now | Quote }}
+        status: "True"
+        type: Initialized
+      - lastTransitionTime: {{ $now | Quote }}
+        status: "True"
+        type: Ready
+      - lastTransitionTime: {{ $now | Quote }}
+        status: "True"
+        type: ContainersReady
+"""
+
+
+def _in_place_stage(name: str, phase: str, same: str, template: str) -> str:
+    """A stage for pods in `phase` whose restart and go annotations are equal (`same`
+    "true") or not ("false")."""
+    selector = [
+        {"key": ".metadata.deletionTimestamp", "operator": "DoesNotExist"},
+        {"key": ".status.phase", "operator": "In", "values": [phase]},
+        {"key": _RESTART, "operator": "Exists"},
+        {"key": f'({_RESTART}) == ({_GO} // "0")', "operator": "In", "values": [same]},
+        {"key": _READY, "operator": "In", "values": ["True"]},
+    ]
+    stage = {
+        "apiVersion": "kwok.x-k8s.io/v1alpha1",
+        "kind": "Stage",
+        "metadata": {"name": name},
+        "spec": {
+            "resourceRef": {"apiGroup": "v1", "kind": "Pod"},
+            "selector": {"matchExpressions": selector},
+            "next": {"statusTemplate": "{{ $now := Now }}\n" + _IN_PLACE_CONDITIONS + template},
+        },
+    }
+    return yaml.safe_dump(stage, sort_keys=False, width=200)
+
+
+IN_PLACE_STAGES = [
+    _in_place_stage(
+        "mxjob-e2e-pod-hold-in-place",
+        "Running",
+        "false",
+        """\
+      initContainerStatuses:
+      - {name: mxjob-restarter, image: x, ready: true, restartCount: 1, started: true,
+         state: {running: {startedAt: {{ $now | Quote }}}}}
+      - {name: mxjob-barrier, image: x, ready: false, restartCount: 1,
+         state: {running: {startedAt: {{ $now | Quote }}}}}
+      containerStatuses:
+      {{ range .spec.containers }}
+      - {name: {{ .name | Quote }}, image: {{ .image | Quote }}, ready: false, restartCount: 1,
+         state: {waiting: {reason: PodInitializing}}}
+      {{ end }}
+      phase: Pending
+""",
+    ),
+    _in_place_stage(
+        "mxjob-e2e-pod-release-in-place",
+        "Pending",
+        "true",
+        """\
+      initContainerStatuses:
+      - {name: mxjob-restarter, image: x, ready: true, restartCount: 1, started: true,
+         state: {running: {startedAt: {{ $now | Quote }}}}}
+      - {name: mxjob-barrier, image: x, ready: true, restartCount: 1,
+         state: {terminated: {exitCode: 0, reason: Completed, finishedAt: {{ $now | Quote }}}}}
+      containerStatuses:
+      {{ range .spec.containers }}
+      - {name: {{ .name | Quote }}, image: {{ .image | Quote }}, ready: true, restartCount: 1,
+         started: true, state: {running: {startedAt: {{ $now | Quote }}}}}
+      {{ end }}
+      phase: Running
+""",
+    ),
+]
+
+
 TERMINATE_STAGE = """\
 apiVersion: kwok.x-k8s.io/v1alpha1
 kind: Stage
@@ -152,7 +242,7 @@ def write_config(kwok_home: Path, pod_stages: str, dest: Path, logs: Path | None
         if not files:
             raise FileNotFoundError(f"no KWOK stages in {stage_dir} (run the build again)")
         docs += [_narrowed(f.read_text()) for f in files]
-    docs += [EXIT_STAGE, TERMINATE_STAGE]
+    docs += [EXIT_STAGE, TERMINATE_STAGE, *IN_PLACE_STAGES]
     if logs is not None:
         docs.append(_cluster_logs(logs))
     dest.write_text("\n---\n".join(d.strip() + "\n" for d in docs))

@@ -1,0 +1,124 @@
+"""`make bench-restart`: a 1000-replica MXJob's whole-job restart, Recreate and then InPlace, on
+the KWOK tier (docs/restarts.md#in-place).
+
+The stack of `make bench-system` (real kube-apiserver, controller-manager, scheduler and
+Metacontroller v4.17.2; the hook under gunicorn on the host), with the restarter component on
+the host too for InPlace. Per strategy: the job of bench/system.py (restartPolicy ExitCode) is
+created and runs; its Server's pod is deleted, which restarts the whole job at once
+(docs/restarts.md#deleted-pods); the figure is the time from that deletion to the moment every
+pod of run 1 is Running. KWOK runs no containers: under InPlace its stages
+(tools/cluster/kwok.py, IN_PLACE_STAGES) hold a pod whose restart annotation changed and release
+it when its go annotation follows, as the real node's kubelet does; what the kubelet and the
+processes take is the real node's figure (tests/realnode/test_checkpoint.py), not this one.
+
+    python -m bench.restart [--replicas 1000]
+"""
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.system import JOB, NAMESPACE, Run, job_manifest, measure_creation
+from testsupport.server import ROOT, local_controller, serve
+from tools.cluster.stack import Stack
+
+STRATEGIES = ("Recreate", "InPlace")
+#: How long one restart may take before the run gives up.
+TIMEOUT_SECONDS = 900
+
+
+def restarting(replicas: int, strategy: str) -> dict[str, Any]:
+    """bench/system.py's job, a Server's failure restarting the whole job, by `strategy`."""
+    manifest = job_manifest(replicas)
+    for spec in manifest["spec"]["mxReplicaSpecs"].values():
+        spec["restartPolicy"] = "ExitCode"
+    manifest["spec"]["runPolicy"] = {"restartStrategy": strategy}
+    return manifest
+
+
+def run_running(run: Run) -> int:
+    """The job's pods of run 1 that are Running."""
+    out = run.stack.kubectl(
+        "get", "pods", "-n", NAMESPACE, "--field-selector=status.phase=Running",
+        "-l", f"training.kubeflow.org/job-name={JOB},mxjob.kubeflow.org/run=1",
+        "-o", "name", timeout=120,
+    )  # fmt: skip
+    return len(out.stdout.split())
+
+
+def measure_restart(run: Run, replicas: int) -> dict[str, Any]:
+    """Delete the Server's pod; the seconds until every pod of run 1 runs, and the pods kept."""
+    uids = {p["metadata"]["name"]: p["metadata"]["uid"] for p in _pods(run)}
+    began = time.monotonic()
+    run.stack.kubectl("delete", "pod", f"{JOB}-server-0", "-n", NAMESPACE, "--wait=false")
+    while run_running(run) < replicas:
+        if time.monotonic() - began > TIMEOUT_SECONDS:
+            raise TimeoutError(f"{JOB}: run 1 not running after {TIMEOUT_SECONDS} s")
+        time.sleep(1)
+    took = time.monotonic() - began
+    after = {p["metadata"]["name"]: p["metadata"]["uid"] for p in _pods(run)}
+    kept = sum(1 for name, uid in after.items() if uids.get(name) == uid)
+    return {"seconds": took, "pods_kept": kept}
+
+
+def _pods(run: Run) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = run.get("pods", "-l", f"training.kubeflow.org/job-name={JOB}")[
+        "items"
+    ]
+    return [p for p in found if not p["metadata"].get("deletionTimestamp")]
+
+
+def measure(strategy: str, replicas: int) -> dict[str, Any]:
+    """One stack, one job of `strategy`: its creation and its restart."""
+    with tempfile.TemporaryDirectory(prefix="mxjob-bench-restart-") as tmp:
+        stack = Stack(run_dir=Path(tmp), nodes=2, log=lambda line: print(line, flush=True))
+        stack.start()
+        restarter = None
+        try:
+            stack.install_project(ROOT, hook_cmd="")
+            if strategy == "InPlace":
+                restarter = subprocess.Popen(
+                    [sys.executable, "-m", "restarter", "--kubeconfig", str(stack.kubeconfig)],
+                    cwd=ROOT,
+                    env={"LOG_LEVEL": "warning", "PATH": "/usr/bin:/bin"},
+                )
+            with serve(workers=2) as server:
+                stack.kubectl("apply", "-f", "-", input=local_controller(server.port))
+                run = Run(stack, server)
+                manifest = restarting(replicas, strategy)
+                created = measure_creation(run, replicas, manifest)
+                restarted = measure_restart(run, replicas)
+        finally:
+            if restarter is not None:
+                restarter.terminate()
+                restarter.wait(timeout=40)
+            stack.stop(remove=True)
+    return {"created_s": created["all_running_s"], **restarted}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--replicas", type=int, default=1000)
+    args = parser.parse_args()
+    found = {strategy: measure(strategy, args.replicas) for strategy in STRATEGIES}
+    print(f"## A {args.replicas}-replica job's whole-job restart on the KWOK tier")
+    print()
+    print("| strategy | created, all Running | Server deleted -> run 1 all Running | pods kept |")
+    print("|---|---|---|---|")
+    for strategy, figures in found.items():
+        print(
+            f"| {strategy} | {figures['created_s']:.1f} s | {figures['seconds']:.1f} s "
+            f"| {figures['pods_kept']} |"
+        )
+    ratio = found["InPlace"]["seconds"] / max(found["Recreate"]["seconds"], 1e-9)
+    print(f"\nInPlace / Recreate: {ratio:.2f}")
+    print(json.dumps(found, indent=1))
+
+
+if __name__ == "__main__":
+    main()
