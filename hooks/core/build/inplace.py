@@ -3,9 +3,8 @@ restarts every container of a pod where it is when a container exits with a code
 `RestartAllContainers` rule names (KEP-5532), keeping the pod, its node, IP and volumes.
 
 - `mxjob-restarter`, a sidecar, watches the pod's annotation `mxjob.kubeflow.org/restart`
-  (through the downward API) and exits 86 when it changes, writing the new value as its
-  termination message: its rule restarts every container, and its last state tells the hook
-  for which run the pod restarted.
+  (through the downward API) and exits 86 when it changes: its rule restarts every container
+  (the exit tells the hook the pod is restarting, hooks/core/held.py).
 - The mxnet container has no rule: a failed process makes the pod Failed, its exit code in
   its state, as any pod's. A rule that restarted the pod instead would lose it: a
   RestartAllContainers restart overwrites every container's last state with exit 137, reason
@@ -14,9 +13,9 @@ restarts every container of a pod where it is when a container exits with a code
 - `mxjob-barrier`, the first init container after the sidecar, holds a restarted pod (one
   whose memory volume says it passed before) until `mxjob.kubeflow.org/go` changes: a new
   run's processes start only once the hook has seen every pod of the old run stopped, so a new
-  Scheduler never meets an old Worker. A pod's first start passes at once. It ends with the
-  run it released the pod into as its termination message: the run the pod's processes run
-  (or last ran, while it holds them), which its annotations cannot say once it restarted.
+  Scheduler never meets an old Worker. A pod's first start passes at once. The run a released
+  pod runs is its `go` annotation (hooks/core/held.py): a termination message would say it too,
+  but the real node showed it gone a few seconds after the release.
 
 Both run the mxnet container's image with `sh` (MXNet's images have it), as the rejoin wait
 does, so they run wherever it may and no other image is pulled.
@@ -52,12 +51,12 @@ _SIDECAR_RESOURCES = {
 RESTARTER_SCRIPT = (
     f'trap "exit 0" TERM; f={_ANNOTATIONS}/restart; start="$(cat $f)"; '
     'while [ "$(cat $f)" = "$start" ]; do sleep 0.5; done; '
-    f"cat $f > /dev/termination-log; exit {RESTART_CODE}"
+    f"exit {RESTART_CODE}"
 )
 BARRIER_SCRIPT = (
     f'trap "exit 0" TERM; m={_MEMORY}/passed; g={_ANNOTATIONS}/go; '
     'if [ -e $m ]; then while [ "$(cat $g)" = "$(cat $m)" ]; do sleep 0.5; done; fi; '
-    "cat $g > $m; cat $g > /dev/termination-log"
+    "cat $g > $m"
 )
 
 
