@@ -41,11 +41,10 @@ MEMORY_VOLUME = "mxjob-run"
 RESERVED_VOLUMES = (ANNOTATIONS_VOLUME, MEMORY_VOLUME)
 _ANNOTATIONS = "/etc/mxjob/restart"
 _MEMORY = "/mxjob/run"
-#: What the sidecar asks for: it reads a file twice a second.
-_SIDECAR_RESOURCES = {
-    "requests": {"cpu": "10m", "memory": "16Mi"},
-    "limits": {"cpu": "100m", "memory": "32Mi"},
-}
+#: What the sidecar asks for, of the resources the mxnet container asks for: it reads a file
+#: twice a second.
+_SIDECAR_REQUESTS = {"cpu": "10m", "memory": "16Mi"}
+_SIDECAR_LIMITS = {"cpu": "100m", "memory": "32Mi"}
 #: Both end at SIGTERM: as PID 1, `sh` would ignore it, and a finished pod would wait its
 #: grace period for the sidecar to be killed (seen on the real node).
 RESTARTER_SCRIPT = (
@@ -68,7 +67,7 @@ def restarting_in_place(spec: dict[str, Any]) -> dict[str, Any]:
         "name": RESTARTER_CONTAINER,
         **copied_from(mxnet, resources=False),
         "command": ["sh", "-c", RESTARTER_SCRIPT],
-        "resources": _SIDECAR_RESOURCES,
+        **_sidecar_resources(mxnet),
         "restartPolicy": "Always",
         "restartPolicyRules": [_rule("In", [RESTART_CODE])],
         "volumeMounts": [_mount(ANNOTATIONS_VOLUME, _ANNOTATIONS)],
@@ -90,6 +89,25 @@ def made_for(run: int) -> dict[str, str]:
     """The annotations of a pod made for `run`: restarted for it and released into it (none
     for run 0, which nothing restarted)."""
     return {ANNOTATION_RESTART: str(run), ANNOTATION_GO: str(run)} if run > 0 else {}
+
+
+def _sidecar_resources(mxnet: dict[str, Any]) -> dict[str, Any]:
+    """The sidecar's `resources` (none when the mxnet container names none): requests and
+    limits of the resources the mxnet container names only: a
+    Kueue ClusterQueue or a ResourceQuota that covers the job's resources covers the sidecar
+    (one covering CPU alone refused a pod whose sidecar asked for memory, on the real node)."""
+    resources = mxnet.get("resources")
+    named: set[str] = set()
+    if isinstance(resources, dict):
+        for key in ("requests", "limits"):
+            asked = resources.get(key)
+            named |= set(asked) if isinstance(asked, dict) else set()
+    found = {
+        key: {name: value for name, value in wanted.items() if name in named}
+        for key, wanted in (("requests", _SIDECAR_REQUESTS), ("limits", _SIDECAR_LIMITS))
+    }
+    asked = {key: values for key, values in found.items() if values}
+    return {"resources": asked} if asked else {}
 
 
 def _rule(operator: str, codes: list[int]) -> dict[str, Any]:
