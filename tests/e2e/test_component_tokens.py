@@ -1,6 +1,7 @@
 """What a stolen component token can do, through the real API server: the install's
 ValidatingAdmissionPolicies (docs/security.md#component-tokens) keep the TTL controller's deletes
-to jobs it would delete and the Events component's creates to the stories of MXJobs.
+to jobs it would delete, the Events component's creates to the stories of MXJobs, and the
+restarter's pod patches to the run numbers of an MXJob's pods.
 
 This tier authorizes every request and lets anyone impersonate, so each test acts as the
 component's account with `kubectl --as` (RBAC, which the real-node tier enforces, would grant it
@@ -11,6 +12,7 @@ is tested with the conversion webhook (tests/e2e/test_conversion.py).
 import json
 import subprocess
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 
@@ -25,6 +27,9 @@ TTL_REFUSAL = (
 )
 EVENTS_ACCOUNT = "system:serviceaccount:mxjob-system:mxjob-events"
 EVENTS_REFUSAL = "the Events component may only tell the story of an MXJob of the Event's namespace"
+RESTARTER_ACCOUNT = "system:serviceaccount:mxjob-system:mxjob-restarter"
+RESTARTER_REFUSAL = "the restarter may only set a pod's annotations"
+RESTARTER_NOT_MXJOB = "the restarter may only patch a pod an MXJob controls"
 
 
 @pytest.fixture
@@ -36,6 +41,12 @@ def ttl_policy(cluster: Cluster) -> Iterator[None]:
 @pytest.fixture
 def events_policy(cluster: Cluster) -> Iterator[None]:
     with installed_policy(cluster, "mxjob-events"):
+        yield
+
+
+@pytest.fixture
+def restarter_policy(cluster: Cluster) -> Iterator[None]:
+    with installed_policy(cluster, "mxjob-restarter"):
         yield
 
 
@@ -112,3 +123,55 @@ def test_the_events_token_tells_only_an_mxjobs_story(cluster: Cluster, events_po
     mxjob = {"apiVersion": "kubeflow.org/v1", "kind": "MXJob", "name": "told"}
     assert as_events(cluster, event("e2e-told", mxjob)).returncode == 0
     cluster.delete("event", "e2e-told")
+
+
+def as_restarter(
+    cluster: Cluster, pod: str, patch: dict[str, Any], *more: str
+) -> subprocess.CompletedProcess[str]:
+    """`kubectl patch` of a pod's metadata as the restarter component's account."""
+    return cluster.kubectl(
+        "patch", "pod", pod, "-n", NAMESPACE, "--type=merge", "-p", json.dumps(patch),
+        f"--as={RESTARTER_ACCOUNT}", *more, check=False,
+    )  # fmt: skip
+
+
+def test_the_restarter_token_sets_only_the_run_numbers_of_an_mxjobs_pods(
+    cluster: Cluster, restarter_policy: None
+) -> None:
+    """What a stolen restarter token would do with its pod patch right: relabel any pod of any
+    namespace (and so reroute a Service to it), or change its owners. The policy admits only
+    the restart, run and go annotations and the run label of a pod an MXJob controls, each set
+    to a run number, as restarter/plan.py writes them."""
+    cluster.apply(job("e2e-restarted", {"Worker": replica(1)}))
+    pod = wait_for("the Worker", lambda: next(iter(cluster.pods("e2e-restarted")), None), 90)
+    relabel = {"metadata": {"labels": {"app": "elsewhere"}}}
+    until_refused(
+        lambda: RESTARTER_REFUSAL in as_restarter(cluster, pod, relabel, "--dry-run=server").stderr
+    )
+    for forged in (
+        relabel,
+        {"metadata": {"annotations": {"mxjob.kubeflow.org/restart": "later"}}},
+        {"metadata": {"labels": {"mxjob.kubeflow.org/run": "1234567890"}}},
+    ):
+        refused = as_restarter(cluster, pod, forged)
+        assert refused.returncode != 0 and RESTARTER_REFUSAL in refused.stderr, refused.stderr
+    run = "3"
+    notes = dict.fromkeys(("restart", "run", "go"), run)
+    ordered = {
+        "metadata": {
+            "annotations": {f"mxjob.kubeflow.org/{key}": value for key, value in notes.items()},
+            "labels": {"mxjob.kubeflow.org/run": run},
+        }
+    }
+    assert as_restarter(cluster, pod, ordered).returncode == 0
+    patched = cluster.get("pod", pod) or {}
+    assert patched["metadata"]["labels"].get("app") is None
+    assert patched["metadata"]["annotations"]["mxjob.kubeflow.org/go"] == run
+    cluster.delete("mxjob", "e2e-restarted")
+    wait_for("the job's pods gone", lambda: not cluster.pods("e2e-restarted"), 60)
+    stray = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "e2e-not-an-mxjobs"},
+             "spec": {"containers": [{"name": "c", "image": "busybox"}]}}  # fmt: skip
+    cluster.apply(stray)
+    refused = as_restarter(cluster, "e2e-not-an-mxjobs", ordered)
+    assert refused.returncode != 0 and RESTARTER_NOT_MXJOB in refused.stderr, refused.stderr
+    cluster.delete("pod", "e2e-not-an-mxjobs")
