@@ -276,7 +276,9 @@ def _narrowed(stage: str) -> str:
 
 
 def node(name: str) -> dict[str, Any]:
-    """A fake Node managed by KWOK, roomy enough for any test and without taints."""
+    """A fake Node managed by KWOK, roomy enough for any test and without taints, declaring
+    the feature a kubelet 1.36 declares for `RestartAllContainers` rules, which the scheduler
+    requires of a node for a pod with one (an InPlace job's: docs/restarts.md#in-place)."""
     capacity = {"cpu": "64", "memory": "256Gi", "pods": "1000", "nvidia.com/gpu": "8"}
     return {
         "apiVersion": "v1",
@@ -295,6 +297,7 @@ def node(name: str) -> dict[str, Any]:
         "status": {
             "capacity": capacity,
             "allocatable": capacity,
+            "declaredFeatures": ["RestartAllContainersOnContainerExits"],
         },
     }
 
