@@ -85,8 +85,11 @@ def measure(strategy: str, replicas: int) -> dict[str, Any]:
                 restarter = subprocess.Popen(
                     [sys.executable, "-m", "restarter", "--kubeconfig", str(stack.kubeconfig)],
                     cwd=ROOT,
-                    env={"LOG_LEVEL": "warning", "PATH": "/usr/bin:/bin",
-                         "PYTHONWARNINGS": "ignore"},  # the stack's loopback certificate
+                    env={
+                        "LOG_LEVEL": "warning",
+                        "PATH": "/usr/bin:/bin",
+                        "PYTHONWARNINGS": "ignore",
+                    },  # the stack's loopback certificate
                 )
             with serve(workers=2) as server:
                 stack.kubectl("apply", "-f", "-", input=local_controller(server.port))
