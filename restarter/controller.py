@@ -23,6 +23,7 @@ import math
 import threading
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
@@ -45,6 +46,9 @@ LOG = logging.getLogger("restarter")
 WATCH_SECONDS = 30
 #: The pods of one job patched per act at most (an act lists on past the pods in step).
 MAX_PATCHES = 1000
+#: Patches an act has in flight at once: one after another, a 1000-pod job's took 29 s on the
+#: KWOK tier (bench/restart.py), twice per restart.
+PARALLEL_PATCHES = 8
 #: A race, not a failure: the pod is gone (404), or its `test` found it changed (409, 422).
 RACES = frozenset({404, 409, 422})
 #: Named, not guessed: the client may send a patch body as a merge patch otherwise.
@@ -131,6 +135,19 @@ def act(pods: Pods, job: Order) -> Result:
     """Patch each pod of the job that is not in step with its order. A failure on one pod is
     logged and counted and the others go on; one listing the pods is logged and counted."""
     result = Result()
+    with ThreadPoolExecutor(PARALLEL_PATCHES, thread_name_prefix="patch") as pool:
+        sent = [
+            pool.submit(_patch, pods, job, name, patch)
+            for name, patch in _planned(pods, job, result)
+        ]
+        for done in sent:
+            result.add(done.result())
+    return result
+
+
+def _planned(pods: Pods, job: Order, result: Result) -> Iterator[tuple[str, Patch]]:
+    """The patch of each pod of the job that is not in step, MAX_PATCHES at most; a listing
+    that fails is logged and counted in `result`, and ends them."""
     tried = 0
     listed = _pods(pods, job)
     while True:
@@ -139,15 +156,22 @@ def act(pods: Pods, job: Order) -> Result:
         except Exception:
             result.errors += 1
             LOG.exception("could not list this job's pods", extra={"fields": _fields(job, "error")})
-            return result
+            return
         if pod is None:
-            return result
+            return
         if not controlled(pod, job):
+            continue
+        name = str(dig(pod, "metadata", "name"))
+        planned = plan(pod, job)
+        for key in planned.ahead:
+            _log(logging.DEBUG, f"{key} kept: it names a later run", job, "ahead", pod=name)
+        if not planned.patch:
             continue
         if tried == MAX_PATCHES:
             _log(logging.INFO, f"{MAX_PATCHES} pods patched: the next act goes on", job, "bound")
-            return result
-        tried += _put_in_step(pods, job, pod, result)
+            return
+        tried += 1
+        yield name, planned.patch
 
 
 def _pods(pods: Pods, job: Order) -> Iterator[object]:
@@ -163,33 +187,28 @@ def _pods(pods: Pods, job: Order) -> Iterator[object]:
     return paged(page)
 
 
-def _put_in_step(pods: Pods, job: Order, pod: object, result: Result) -> bool:
-    """Patch the pod if it is not in step (counted in `result`); whether a patch was sent."""
-    name = str(dig(pod, "metadata", "name"))
-    planned = plan(pod, job)
-    for key in planned.ahead:
-        _log(logging.DEBUG, f"{key} kept: it names a later run", job, "ahead", pod=name)
-    if not planned.patch:
-        return False
+def _patch(pods: Pods, job: Order, name: str, patch: Patch) -> Result:
+    """Send one pod's patch; what it did."""
+    result = Result()
     try:
         pods.patch_namespaced_pod(
-            name, job.namespace, planned.patch,
+            name, job.namespace, patch,
             _content_type=JSON_PATCH, _request_timeout=REQUEST_TIMEOUT_SECONDS,
         )  # fmt: skip
     except ApiException as exc:
         if exc.status not in RACES:
             _failed(job, name, result)
-            return True
+            return result
         result.races += 1
         _log(logging.DEBUG, "not patched: gone or changed since listed", job, "race", pod=name,
              reason=f"HTTP {exc.status} {exc.reason}")  # fmt: skip
-        return True
+        return result
     except Exception:
         _failed(job, name, result)
-        return True
+        return result
     result.patched += 1
     _log(logging.INFO, f"pod in step with run {job.run}", job, "patch", pod=name, go=str(job.go))
-    return True
+    return result
 
 
 def _failed(job: Order, pod: str, result: Result) -> None:

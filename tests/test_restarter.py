@@ -33,7 +33,14 @@ from hooks.core.public import (
 from hooks.logs import JsonFormatter
 from restarter import __main__ as cli
 from restarter import controller
-from restarter.controller import MAX_PATCHES, WATCH_SECONDS, Result, act, run_once
+from restarter.controller import (
+    MAX_PATCHES,
+    PARALLEL_PATCHES,
+    WATCH_SECONDS,
+    Result,
+    act,
+    run_once,
+)
 from restarter.plan import Order, OrderError, Patch, Plan, controlled, order, plan, selector
 from tests.manifest_support import policy_admits
 from testsupport.component_cli import against
@@ -576,7 +583,8 @@ def test_the_pods_are_read_a_page_at_a_time_and_patched_a_bounded_number_per_act
     assert act(api, ordered(3)) == Result(patched=MAX_PATCHES)
     assert act(api, ordered(3)) == Result(patched=3)
     assert all(in_step(p, 3, go=False) for p in api.pods)
-    assert [name for name, _ in api.patches] == [p["metadata"]["name"] for p in pods]
+    patched = [name for name, _ in api.patches]
+    assert sorted(patched) == [p["metadata"]["name"] for p in pods], "each pod once (8 at once)"
     assert act(api, ordered(3)) == Result(), "in step: listed, nothing patched"
 
 
@@ -901,3 +909,17 @@ def test_a_bad_flag_or_the_help_ends_the_command_before_any_call(
     words = ("--namespace", "--interval", "--kubeconfig", "--once", "RESTARTER_INTERVAL_SECONDS",
              "RESTARTER_NAMESPACE")  # fmt: skip
     assert all(word in shown for word in words) is (code == 0)
+
+
+def test_an_acts_patches_are_in_flight_together() -> None:
+    """PARALLEL_PATCHES patches wait for each other here: sent one after another, the first
+    would wait in vain, and the act would count errors."""
+    pods = [pod(f"train-worker-{i}") for i in range(PARALLEL_PATCHES)]
+    api = FakeCluster([], pods)
+    together = threading.Barrier(PARALLEL_PATCHES, timeout=10)
+
+    def wait() -> None:
+        together.wait()
+
+    api.before_patch = wait
+    assert act(api, ordered(3)) == Result(patched=PARALLEL_PATCHES)
