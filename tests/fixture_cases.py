@@ -2392,6 +2392,16 @@ def invalid_restart_strategy() -> Json:
     return request(mxjob(replicas=WHOLE, run_policy={"restartStrategy": "InPlaced"}))
 
 
+@case
+def invalid_in_place_with_kubelet_restarts() -> Json:
+    """InPlace with a Server under OnFailure: Failed, naming runPolicy.restartStrategy.
+
+    The kubelet would restart the Server's container alone, a restart the in-place reading
+    does not count and that would not restart the whole job."""
+    replicas = {**WHOLE, "Server": replica(1, "OnFailure")}
+    return request(mxjob(replicas=replicas, run_policy=IN_PLACE))
+
+
 def write() -> None:
     """Record every case: its request, the hook's answer and the digest of both."""
     for name, each in CASES.items():

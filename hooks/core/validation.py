@@ -7,7 +7,7 @@ result. The CRD enforces most of them too, but objects can predate the CRD.
 from typing import Any
 
 from hooks.core import checkpoint
-from hooks.core.api import MODE_TYPES, JobMode, ReplicaType, RestartPolicy
+from hooks.core.api import MODE_TYPES, JobMode, ReplicaType, RestartPolicy, RestartStrategy
 from hooks.core.failure_policy import Action
 from hooks.core.naming import DNS_1035, DNS_LABEL_MAX, longest_suffix
 from hooks.core.spec import JobSpec, Problem
@@ -26,6 +26,7 @@ def validate(name: str, spec: JobSpec) -> list[Problem]:
     problems.extend(_failure_rules(spec))
     problems.extend(_name_rules(name, spec))
     problems.extend(_checkpoint_rules(spec))
+    problems.extend(_in_place_rules(spec))
     return problems
 
 
@@ -195,3 +196,29 @@ def _clashes(mount_path: str, template: dict[str, Any], path: str) -> list[Probl
             and str(mount.get("mountPath", "")).rstrip("/") == mount_path.rstrip("/")
         )
     return problems
+
+
+#: The restartPolicies under which the kubelet restarts a failed mxnet container by itself.
+_KUBELET_RESTARTS = frozenset({RestartPolicy.ON_FAILURE, RestartPolicy.ALWAYS})
+
+
+def _in_place_rules(spec: JobSpec) -> list[Problem]:
+    """restartStrategy InPlace against the replicas' restartPolicy: the hook reads an in-place
+    pod's restarts from its run records, so a container the kubelet restarts by itself
+    (OnFailure, Always) would go uncounted, and a Scheduler or Server restarted alone would not
+    restart the whole job (docs/restarts.md#in-place)."""
+    if spec.run_policy.restart_strategy is not RestartStrategy.IN_PLACE:
+        return []
+    kubelet = sorted(
+        t.value for t, r in spec.replicas.items() if r.restart_policy in _KUBELET_RESTARTS
+    )
+    if not kubelet:
+        return []
+    return [
+        Problem(
+            "spec.runPolicy.restartStrategy",
+            "InPlace needs restartPolicy ExitCode or Never for every replica type; "
+            f"{', '.join(kubelet)} {'has' if len(kubelet) == 1 else 'have'} OnFailure or Always, "
+            "under which the kubelet restarts a failed container by itself",
+        )
+    ]
