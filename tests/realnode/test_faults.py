@@ -200,8 +200,9 @@ def test_apiserver_restart_under_a_running_job(cluster: Node) -> None:
     print(f"\n{under_a_waiting_job(cluster, 'anchor', restart)}")
 
 
-#: Replicas of the large job. 100 (the issue's figure) fits the node: the kubelet's default
-#: maxPods is 110 and 4 system pods run (Metacontroller, 2 hook pods, the TTL controller).
+#: Replicas of the large job. 100 (the issue's figure) fits the node: its kubelet takes 150 pods
+#: (tools/cluster/node.py; the default, 110, left no room once the install ran 11 pods:
+#: Metacontroller, 2 hook pods, 2 conversion webhook pods and 6 components).
 CROWD = 100
 
 

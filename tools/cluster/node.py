@@ -685,6 +685,7 @@ evictionHard: {{memory.available: 100Mi, nodefs.available: 1%, imagefs.available
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 serializeImagePulls: false
+maxPods: 150
 """
 
 KUBE_PROXY_CONFIG = """\
