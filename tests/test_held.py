@@ -138,8 +138,18 @@ TRIGGERED = {"terminated": {"exitCode": 86, "message": "3"}}
         ),
         # A container ended for the restart.
         lambda p: p["status"]["containerStatuses"][0].update(state=REMOVED),
+        # Its restarter and barrier waiting for the restart (the mxnet container not started).
+        lambda p: [
+            s.update(state={"waiting": {"reason": "RestartingAllContainers"}})
+            for s in p["status"]["initContainerStatuses"]
+        ],
     ],
-    ids=["restarter exited 86", "AllContainersRestarting", "RestartingAllContainers"],
+    ids=[
+        "restarter exited 86",
+        "AllContainersRestarting",
+        "RestartingAllContainers",
+        "init containers waiting for the restart",
+    ],
 )
 def test_a_pod_restarting_in_place_is_held_not_failed(restarting: Any) -> None:
     """Seen on the real node: a pod whose containers the kubelet restarts in place shows phase
@@ -198,3 +208,32 @@ def test_an_in_place_pod_reads_only_a_progress_note_of_its_running_process(
     read = observe("mnist", observed)
     assert read is not None
     assert (read.noted.report is not None) is kept
+
+
+def test_a_pod_whose_restarter_exited_is_not_held_while_its_process_runs() -> None:
+    """The restarter's exit 86 is in the pod's status before the kubelet stops the mxnet
+    container: until it has, the pod runs the run it was released into, and no release may
+    count it held (the real node: run 1 started beside a process of run 0)."""
+    observed = pod(passed("2"), RUNNING, "Running", "3", go="2")
+    observed["status"]["initContainerStatuses"][0]["state"] = TRIGGERED
+    read = observe("mnist", observed)
+    assert read is not None
+    assert (read.run, read.phase, read.held) == (2, PodPhase.RUNNING, False)
+    observed["status"]["containerStatuses"][0]["state"] = REMOVED
+    read = observe("mnist", observed)
+    assert read is not None
+    assert (read.run, read.phase, read.held) == (3, PodPhase.PENDING, True)
+
+
+def test_a_restarted_pod_whose_barrier_has_not_started_yet_is_held() -> None:
+    """The real node, right after a restart in place: the restarter running again, the
+    barrier still waiting (PodInitializing), phase Pending. Read as a pending pod of the old
+    run it was left out and deleted; it is held for the run it was asked to restart for."""
+    observed = pod(WAITING, WAITING, "Pending", "3", go="2")
+    read = observe("mnist", observed)
+    assert read is not None
+    assert (read.run, read.phase, read.held) == (3, PodPhase.PENDING, True)
+    first = pod(WAITING, WAITING, "Pending", restarted=False)
+    read = observe("mnist", first)
+    assert read is not None
+    assert (read.run, read.held) == (0, False), "a first start waits for its barrier unheld"

@@ -19,7 +19,7 @@ current states count:
 
 import msgspec
 
-from hooks.core.api import BARRIER_CONTAINER, RESTARTER_CONTAINER
+from hooks.core.api import BARRIER_CONTAINER, MXNET_CONTAINER, RESTARTER_CONTAINER
 from hooks.core.children import ContainerStatus
 
 
@@ -53,16 +53,49 @@ def in_place(
     if barrier is None:
         return None
     restart, go = annotations
-    held = restarting or _restarting([*inits, *statuses]) or barrier.state.running is not None
-    if held:
+    if _held(statuses, inits, barrier, restarting=restarting):
         return InPlace(run=_run(restart), held=True)
     return InPlace(run=0 if go is None else _run(go), held=False)
 
 
+def _held(
+    statuses: list[ContainerStatus],
+    inits: list[ContainerStatus],
+    barrier: ContainerStatus,
+    *,
+    restarting: bool,
+) -> bool:
+    """Held: the kubelet restarts the pod in place or its barrier holds it, and its mxnet
+    container has stopped (the restarter's exit, or the condition, comes before the kubelet
+    kills it: the real node showed a release then let run 1 start beside run 0)."""
+    mxnet = next((s for s in statuses if s.name == MXNET_CONTAINER), None)
+    if mxnet is not None and mxnet.state.running is not None:
+        return False
+    if restarting or _restarting([*inits, *statuses]) or barrier.state.running is not None:
+        return True
+    # Restarted in place, its barrier not started yet (the real node: the restarter running
+    # again, the barrier waiting PodInitializing): held as well.
+    return barrier.state.terminated is None and _restarted(statuses)
+
+
+def _restarted(statuses: list[ContainerStatus]) -> bool:
+    """Whether the mxnet container was restarted in place (its last state, or its state while
+    the kubelet restarts it, says RestartingAllContainers)."""
+    mxnet = next((s for s in statuses if s.name == MXNET_CONTAINER), None)
+    if mxnet is None:
+        return False
+    ended = [s.terminated for s in (mxnet.last_state, mxnet.state) if s.terminated is not None]
+    return any(t.reason == RESTARTING_REASON for t in ended)
+
+
 def _restarting(statuses: list[ContainerStatus]) -> bool:
     """Whether the kubelet is restarting every container: the restarter has just exited 86,
-    or a container ended for that restart."""
+    or a container ended, or waits, for that restart (the real node showed the pod Running,
+    then Failed, with its restarter and barrier waiting with reason RestartingAllContainers)."""
     for status in statuses:
+        waiting = status.state.waiting
+        if waiting is not None and waiting.reason == RESTARTING_REASON:
+            return True
         ended = status.state.terminated
         if ended is None:
             continue
