@@ -41,16 +41,6 @@ def restarting(replicas: int, strategy: str) -> dict[str, Any]:
     return manifest
 
 
-def run_running(run: Run) -> int:
-    """The job's pods of run 1 that are Running."""
-    out = run.stack.kubectl(
-        "get", "pods", "-n", NAMESPACE, "--field-selector=status.phase=Running",
-        "-l", f"training.kubeflow.org/job-name={JOB},mxjob.kubeflow.org/run=1",
-        "-o", "name", timeout=120,
-    )  # fmt: skip
-    return len(out.stdout.split())
-
-
 def measure_restart(run: Run, replicas: int) -> dict[str, Any]:
     """Delete the Server's pod; the seconds until every pod of run 1 runs, the pods kept, and
     when each step was first seen (polled about once a second, so each within about 2 s)."""
