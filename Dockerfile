@@ -1,6 +1,5 @@
 # The hook image, and that of the components that run from it with another command (`python -m
-# ttl`, `python -m certs`, `python -m events`, `python -m progress`, `python -m retention`,
-# `python -m restarter`).
+# mxjob.ttl`, `mxjob.certs`, `mxjob.events`, `mxjob.progress`, `mxjob.retention`, `mxjob.restarter`).
 # Build: make image (docker, podman or buildah).
 #
 # Pinned base: a Python 3.11 patch release on Debian 13 slim. For reproducible releases pin the
@@ -24,18 +23,11 @@ RUN groupadd --system --gid 65532 mxjob \
 COPY --from=build /opt/venv /opt/venv
 WORKDIR /app
 COPY hooks/ hooks/
-COPY component/ component/
-COPY ttl/ ttl/
-COPY certs/ certs/
-COPY events/ events/
-COPY progress/ progress/
-COPY retention/ retention/
-COPY restarter/ restarter/
+COPY mxjob/ mxjob/
 # The conversion webhook checks what a stash brings in against the CRD's v1 schema.
 COPY manifests/crd/mxjobs.kubeflow.org.yaml manifests/crd/mxjobs.kubeflow.org.yaml
 # Bytecode is compiled now: at run time the root filesystem is read-only.
-RUN python -m compileall -q /opt/venv/lib hooks component ttl certs events progress retention \
-        restarter
+RUN python -m compileall -q /opt/venv/lib hooks mxjob
 ENV PATH=/opt/venv/bin:$PATH \
     PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \

@@ -9,8 +9,8 @@ gunicorn (2 workers) with the production CompositeController pointed at loopback
 pod runs, measures two windows of `--seconds` each:
 
 - without the component: the CPU seconds of kube-apiserver, Metacontroller and the hook;
-- with the component (`python -m progress`, a pass every 10 s, as installed): the same, and the
-  component's own CPU seconds, peak RSS, passes and their API calls per second (lists, log
+- with the component (`python -m mxjob.progress`, a pass every 10 s, as installed): the same, and
+  the component's own CPU seconds, peak RSS, passes and their API calls per second (lists, log
   reads, patches), from its pass log lines.
 
     python -m bench.progress [--jobs 200] [--seconds 120]
@@ -124,7 +124,7 @@ def measure(stack: Stack, run: Run, args: argparse.Namespace, tmp: Path) -> str:
     component_log = tmp / "progress.log"
     with component_log.open("w") as out:
         component = subprocess.Popen(
-            [sys.executable, "-m", "progress", f"--kubeconfig={stack.kubeconfig}"],
+            [sys.executable, "-m", "mxjob.progress", f"--kubeconfig={stack.kubeconfig}"],
             cwd=ROOT, stdout=out, stderr=subprocess.STDOUT,
             env={**os.environ, "PROGRESS_INTERVAL_SECONDS": "10", "LOG_LEVEL": "info"},
         )  # fmt: skip

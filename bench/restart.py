@@ -97,7 +97,13 @@ def measure(strategy: str, replicas: int) -> dict[str, Any]:
             stack.install_project(ROOT, hook_cmd="")
             if strategy == "InPlace":
                 restarter = subprocess.Popen(
-                    [sys.executable, "-m", "restarter", "--kubeconfig", str(stack.kubeconfig)],
+                    [
+                        sys.executable,
+                        "-m",
+                        "mxjob.restarter",
+                        "--kubeconfig",
+                        str(stack.kubeconfig),
+                    ],
                     cwd=ROOT,
                     env={
                         "LOG_LEVEL": "warning",

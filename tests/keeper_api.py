@@ -1,6 +1,6 @@
-"""The API server as the certificate keeper calls it (certs/controller.py), in memory: Secrets and
-the CRD, JSON patches with their `test` of the resourceVersion, and a record of every call as
-(verb, resource, name), which tests/test_manifests.py holds against the keeper's roles.
+"""The API server as the certificate keeper calls it (mxjob/certs/controller.py), in memory:
+Secrets and the CRD, JSON patches with their `test` of the resourceVersion, and a record of every
+call as (verb, resource, name), which tests/test_manifests.py holds against the keeper's roles.
 
 Each scenario of `SCENARIOS` is an install the keeper may meet; `every_call()` runs them all.
 """
@@ -17,8 +17,8 @@ import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from certs import controller
-from certs.authority import plan
+from mxjob.certs import controller
+from mxjob.certs.authority import plan
 
 NAMESPACE = "mxjob-system"
 CRD = "mxjobs.kubeflow.org"

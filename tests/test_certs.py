@@ -1,6 +1,6 @@
 """The conversion webhook's certificates: what the keeper holding each state makes of it
-(certs.authority), that what is made is a chain the API server and Python's ssl accept, and what
-a pass of the keeper writes where (certs.controller, against tests/keeper_api.py)."""
+(mxjob.certs.authority), that what is made is a chain the API server and Python's ssl accept, and
+what a pass of the keeper writes where (mxjob.certs.controller, against tests/keeper_api.py)."""
 
 import base64
 import datetime
@@ -12,7 +12,7 @@ from cryptography import x509
 from cryptography.x509 import DNSName
 from cryptography.x509.verification import PolicyBuilder, Store, VerificationError
 
-from certs.authority import (
+from mxjob.certs.authority import (
     CA_CERT,
     CA_KEY,
     CA_LIFETIME,
@@ -23,7 +23,7 @@ from certs.authority import (
     TLS_KEY,
     plan,
 )
-from certs.controller import MissingSecretError
+from mxjob.certs.controller import MissingSecretError
 from tests import keeper_api
 from tests.keeper_api import NAMESPACE, TARGET
 
@@ -209,7 +209,8 @@ def test_a_serving_certificate_not_valid_yet_is_made_again_under_the_same_ca() -
     assert serving(decided.data).not_valid_before_utc <= NOW
 
 
-# --- the keeper's pass (certs.controller), against the API in memory --------------------------
+# --- the keeper's pass (mxjob.certs.controller), against the API in memory
+# --------------------------
 
 
 def test_a_fresh_install_fills_the_two_shipped_secrets_and_the_bundle(

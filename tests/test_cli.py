@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 import yaml
 
-from hooks import cli
 from hooks.adopt import adopt
 from hooks.core.conversion.review import convert
+from mxjob import cli
 from tests.conversion_cases import OLD_EXAMPLES, stored
 from tests.manifest_support import BAD_EXAMPLES, EXAMPLES, expectations
 
@@ -302,7 +302,7 @@ def test_the_console_script_runs_main() -> None:
 
 def test_the_command_runs_as_a_process() -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "hooks.cli", "validate", str(PROPOSAL)],
+        [sys.executable, "-m", "mxjob.cli", "validate", str(PROPOSAL)],
         capture_output=True,
         text=True,
         check=False,
@@ -315,7 +315,7 @@ def test_the_command_runs_as_a_process() -> None:
 def test_a_reader_that_stops_early_gets_no_traceback() -> None:
     """`mxjob convert jobs.yaml | head`: the command stops quietly when the pipe closes."""
     jobs = "---\n".join([PROPOSAL.read_text()] * 300)  # far more than a pipe holds
-    command = [sys.executable, "-m", "hooks.cli", "convert"]
+    command = [sys.executable, "-m", "mxjob.cli", "convert"]
     with subprocess.Popen(
         command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
     ) as process:

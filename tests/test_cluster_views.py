@@ -1,5 +1,5 @@
 """What `mxjob get`, `describe`, `wait` and `logs` show (docs/cli.md), from objects as the API
-server gives them: table tests of the pure parts (hooks/jobs/view.py, waiting.py, replicas.py,
+server gives them: table tests of the pure parts (mxjob/jobs/view.py, waiting.py, replicas.py,
 follow.py's line splitting). The commands against real clusters: tests/e2e/test_cli.py (KWOK)
 and tests/realnode/test_last_failure.py."""
 
@@ -14,12 +14,12 @@ import pytest
 import yaml
 
 from hooks.core.public import unsafe
-from hooks.jobs import commands, view
-from hooks.jobs.commands import data_text
-from hooks.jobs.follow import Prefixes, _lines
-from hooks.jobs.options import _duration, namespace_refused
-from hooks.jobs.replicas import ReplicaFilter, job_replicas
-from hooks.jobs.waiting import ENDED_OTHERWISE, REACHED, Goal, verdict
+from mxjob.jobs import commands, view
+from mxjob.jobs.commands import data_text
+from mxjob.jobs.follow import Prefixes, _lines
+from mxjob.jobs.options import _duration, namespace_refused
+from mxjob.jobs.replicas import ReplicaFilter, job_replicas
+from mxjob.jobs.waiting import ENDED_OTHERWISE, REACHED, Goal, verdict
 from tests import golden
 from tests.builders import NOW
 

@@ -24,10 +24,10 @@ import orjson
 import pytest
 import yaml
 
-from certs.authority import CA_CERT, TLS_CERT, TLS_KEY, plan
 from hooks import worker
 from hooks.core.conversion.review import MAX_CHECKED_BYTES
 from hooks.core.conversion.versions import V1, V1_FIELDS
+from mxjob.certs.authority import CA_CERT, TLS_CERT, TLS_KEY, plan
 from tests import golden
 from tests.builders import mxjob, replica, request
 from testsupport.server import Server, cpu_seconds, rss_kib, serve

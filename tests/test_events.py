@@ -1,6 +1,6 @@
-"""Which Events tell a job's story (events.story): one per condition that turned True, named
+"""Which Events tell a job's story (mxjob.events.story): one per condition that turned True, named
 so that telling it twice is a duplicate, none for transitions the API server has expired; the
-loop (events.controller) going on past a job it cannot tell; and what the component's
+loop (mxjob.events.controller) going on past a job it cannot tell; and what the component's
 ValidatingAdmissionPolicy lets its token create."""
 
 import json
@@ -14,9 +14,9 @@ import yaml
 from kubernetes.client import ApiClient, CoreV1Api
 from kubernetes.client.exceptions import ApiException
 
-from events.controller import Told, tell
-from events.story import RECENT, story
 from hooks.logs import JsonFormatter
+from mxjob.events.controller import Told, tell
+from mxjob.events.story import RECENT, story
 from tests.manifest_support import policy_admits
 
 REPO = Path(__file__).resolve().parent.parent

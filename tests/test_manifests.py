@@ -23,11 +23,11 @@ import kubernetes_validate
 import pytest
 from flask.testing import FlaskClient
 
-from certs import __main__ as certs_main
 from hooks import app
 from hooks.core.api import CleanPodPolicy, JobMode, ReplicaType, RestartPolicy
 from hooks.core.conversion.schema import schema_errors, to_json_schema
 from hooks.core.gang import Gang, detect
+from mxjob.certs import __main__ as certs_main
 from tests import golden, keeper_api
 from tests.conversion_cases import FIXTURES, OLD_EXAMPLES
 from tests.manifest_support import (
@@ -242,7 +242,7 @@ def test_a_component_may_make_exactly_its_calls(variant: str, component: str) ->
     assert one(objects, "ClusterRole", account)["rules"] == COMPONENT_RULES[component]
     pod = one(objects, "Deployment", account)["spec"]["template"]["spec"]
     assert pod["serviceAccountName"] == account
-    assert pod["containers"][0]["command"] == ["python", "-m", component]
+    assert pod["containers"][0]["command"] == ["python", "-m", f"mxjob.{component}"]
     (subject,) = one(objects, "ClusterRoleBinding", account)["subjects"]
     assert (subject["name"], subject["namespace"]) == (account, HOOK_NAMESPACE)
     policy = one(objects, "ValidatingAdmissionPolicy", account)["spec"]
@@ -380,7 +380,7 @@ def test_certificate_keeper_may_make_exactly_its_calls(
     )
     deployment = one(objects, "Deployment", "mxjob-certs")["spec"]["template"]["spec"]
     assert deployment["serviceAccountName"] == "mxjob-certs"
-    assert deployment["containers"][0]["command"] == ["python", "-m", "certs"]
+    assert deployment["containers"][0]["command"] == ["python", "-m", "mxjob.certs"]
     for binding in ("RoleBinding", "ClusterRoleBinding"):
         (subject,) = one(objects, binding, "mxjob-certs")["subjects"]
         assert (subject["name"], subject["namespace"]) == ("mxjob-certs", keeper.namespace)
@@ -892,7 +892,7 @@ def test_dockerfile_runs_the_hook_as_the_deployments_user() -> None:
     command = '["gunicorn", "--config", "hooks/gunicorn_config.py", "hooks.app:create_app()"]'
     assert steps[-1] == ("CMD", command)
     copied = " ".join(a for i, a in steps if i == "COPY")
-    for needed in ("requirements.txt", "hooks/", "ttl/"):
+    for needed in ("requirements.txt", "hooks/", "mxjob/"):
         assert needed in copied
     assert any("-r /tmp/requirements.txt" in a for i, a in steps if i == "RUN")
 

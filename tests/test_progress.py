@@ -14,8 +14,8 @@ from hooks.core.progress import (
     parse_lines,
     read_noted,
 )
-from progress.collector import next_wait
-from progress.notes import Deadlines, Worker, noted_after
+from mxjob.progress.collector import next_wait
+from mxjob.progress.notes import Deadlines, Worker, noted_after
 
 T = "2026-11-28T01:02:03.123456789Z"
 LATER = "2026-11-28T01:02:09.5Z"

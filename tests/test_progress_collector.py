@@ -1,4 +1,4 @@
-"""The progress component's pass (progress/collector.py) against a recording stand-in for the
+"""The progress component's pass (mxjob/progress/collector.py) against a recording stand-in for the
 API: what it lists, which Workers it reads (bounded per job), what it patches, and that one
 job's unreadable log stops nothing else. Against a real API server and kubelet:
 tests/e2e/test_progress.py (the policy, the hook), tests/realnode/test_progress.py (real logs)."""
@@ -12,8 +12,8 @@ from kubernetes import client
 
 from hooks.core.api import ANNOTATION_PROGRESS
 from hooks.core.progress import read_noted
-from progress import collector
-from progress.notes import Deadlines
+from mxjob.progress import collector
+from mxjob.progress.notes import Deadlines
 
 NOW = datetime.now(UTC)
 

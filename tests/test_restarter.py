@@ -1,12 +1,12 @@
-"""The restarter component (`restarter/`): the in-place restart order an MXJob's status carries
-reaches its pods' annotations and run label, and nothing else of theirs.
+"""The restarter component (`mxjob/restarter/`): the in-place restart order an MXJob's status
+carries reaches its pods' annotations and run label, and nothing else of theirs.
 
-The decisions (`restarter.plan`) are tested as tables. The loop (`restarter.controller`) runs
-against an in-memory stand-in for the calls it makes: the MXJob watch as the API server streams
-it (read by the client's own `kubernetes.watch`), the pod list (label selector, pages) and the
-pod patch, applied as the API server applies a JSON patch. Each patch it makes is checked
-against the install's ValidatingAdmissionPolicy, so that the component and the policy that
-fences its token agree.
+The decisions (`mxjob.restarter.plan`) are tested as tables. The loop
+(`mxjob.restarter.controller`) runs against an in-memory stand-in for the calls it makes: the MXJob
+watch as the API server streams it (read by the client's own `kubernetes.watch`), the pod list
+(label selector, pages) and the pod patch, applied as the API server applies a JSON patch. Each
+patch it makes is checked against the install's ValidatingAdmissionPolicy, so that the component
+and the policy that fences its token agree.
 """
 
 import copy
@@ -22,7 +22,6 @@ from typing import Any
 import pytest
 import yaml
 
-from component import runtime
 from hooks.core.public import (
     ANNOTATION_GO,
     ANNOTATION_RESTART,
@@ -31,9 +30,10 @@ from hooks.core.public import (
     LABEL_RUN,
 )
 from hooks.logs import JsonFormatter
-from restarter import __main__ as cli
-from restarter import controller
-from restarter.controller import (
+from mxjob.component import runtime
+from mxjob.restarter import __main__ as cli
+from mxjob.restarter import controller
+from mxjob.restarter.controller import (
     MAX_PATCHES,
     PARALLEL_PATCHES,
     WATCH_SECONDS,
@@ -41,7 +41,7 @@ from restarter.controller import (
     act,
     run_once,
 )
-from restarter.plan import Order, OrderError, Patch, Plan, controlled, order, plan, selector
+from mxjob.restarter.plan import Order, OrderError, Patch, Plan, controlled, order, plan, selector
 from tests.manifest_support import policy_admits
 from testsupport.component_cli import against
 from testsupport.patching import apply_patch, refused
@@ -312,7 +312,7 @@ class Streamed:
 
 @dataclass
 class FakeCluster:
-    """In-memory MXJobs and pods behind the calls `restarter.controller` makes.
+    """In-memory MXJobs and pods behind the calls `mxjob.restarter.controller` makes.
 
     `calls` records each call as (verb, resource, what): the namespace of a job list, the
     timeout of a watch, the selector of a pod list, the name of a patched pod; `patches` each
@@ -812,8 +812,8 @@ def test_the_policy_admits_what_it_should_and_only_for_mxjob_pods() -> None:
 
 @pytest.fixture
 def fake_cluster(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeCluster]:
-    """`python -m restarter` against a FakeCluster whose job has an order for its pod; the loop
-    stops at its first watch."""
+    """`python -m mxjob.restarter` against a FakeCluster whose job has an order for its pod; the
+    loop stops at its first watch."""
     cluster = FakeCluster([mxjob(restart={"run": 3, "go": True})], [pod()], stop_after=1)
     monkeypatch.setattr(runtime, "stop_on_signals", lambda: cluster.stop)
     with against(monkeypatch, controller, cluster, "RESTARTER_NAMESPACE",

@@ -1,12 +1,13 @@
-"""The retention component (`retention/`): a deleted MXJob that retains its checkpoint claim
+"""The retention component (`mxjob/retention/`): a deleted MXJob that retains its checkpoint claim
 gives the claim up, and only then loses its retain finalizer.
 
-The decisions (`retention.release`) are tested as tables. The loop (`retention.controller`) runs
-against an in-memory stand-in for the four calls it makes, which records them and applies each
-JSON patch as the API server does (a failed `test` is a 422; a job being deleted goes when its
-last finalizer does); its behaviour against a real API server is the end-to-end tier's job
-(tests/e2e/test_retention.py). Each update it makes is checked against the install's
-ValidatingAdmissionPolicy, so that the component and the policy that fences its token agree.
+The decisions (`mxjob.retention.release`) are tested as tables. The loop
+(`mxjob.retention.controller`) runs against an in-memory stand-in for the four calls it makes,
+which records them and applies each JSON patch as the API server does (a failed `test` is a 422; a
+job being deleted goes when its last finalizer does); its behaviour against a real API server is
+the end-to-end tier's job (tests/e2e/test_retention.py). Each update it makes is checked against
+the install's ValidatingAdmissionPolicy, so that the component and the policy that fences its token
+agree.
 """
 
 import copy
@@ -26,10 +27,10 @@ from celpy.adapter import json_to_cel
 
 from hooks.core.public import RETAIN_FINALIZER, RETAINED_FROM
 from hooks.logs import JsonFormatter
-from retention import __main__ as cli
-from retention import controller
-from retention.controller import Result, run_once
-from retention.release import (
+from mxjob.retention import __main__ as cli
+from mxjob.retention import controller
+from mxjob.retention.controller import Result, run_once
+from mxjob.retention.release import (
     Patch,
     Pending,
     finalizer_patch,
@@ -245,7 +246,7 @@ def test_finalizer_patch_tests_the_uid_and_the_finalizers_place() -> None:
 
 @dataclass
 class FakeCluster:
-    """In-memory MXJobs and claims behind the four calls `retention.controller` makes.
+    """In-memory MXJobs and claims behind the four calls `mxjob.retention.controller` makes.
 
     `calls` records each call as (verb, resource, name); `patches` the body of each patch;
     `updates` each object a patch changed, before and after (what admission sees).
@@ -628,7 +629,7 @@ def test_every_update_the_loop_makes_is_admitted(
 
 @pytest.fixture
 def fake_cluster(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeCluster]:
-    """`python -m retention` against a FakeCluster; the root logger as it was afterwards."""
+    """`python -m mxjob.retention` against a FakeCluster; the root logger as it was afterwards."""
     cluster = FakeCluster([])
     with against(monkeypatch, controller, cluster, "RETENTION_NAMESPACE",
                  "RETENTION_INTERVAL_SECONDS"):  # fmt: skip

@@ -1,8 +1,8 @@
-"""The TTL controller (`ttl/`) and its kustomize Component
+"""The TTL controller (`mxjob/ttl/`) and its kustomize Component
 (docs/run-policy.md#ttlsecondsafterfinished).
 
-The decision (`ttl.expiry.decide`) is tested as tables and properties. The loop
-(`ttl.controller.run_once`) runs against a thin in-memory stand-in for the four
+The decision (`mxjob.ttl.expiry.decide`) is tested as tables and properties. The loop
+(`mxjob.ttl.controller.run_once`) runs against a thin in-memory stand-in for the four
 `CustomObjectsApi` calls that keeps the API server's delete semantics (404 when absent, 409 when
 a precondition fails); its behaviour against a real API server is the end-to-end tier's job.
 """
@@ -28,15 +28,15 @@ from hypothesis import strategies as st
 from kubernetes.client import V1DeleteOptions
 from kubernetes.client.exceptions import ApiException
 
-from component import kube
-from component.ref import JobRef
 from hooks.logs import JsonFormatter
+from mxjob.component import kube
+from mxjob.component.ref import JobRef
+from mxjob.ttl import __main__ as cli
+from mxjob.ttl import controller
+from mxjob.ttl.controller import run_once, sleep_seconds
+from mxjob.ttl.expiry import Action, Decision, decide
 from tests.manifest_support import kustomize_command, policy_admits
 from tests.required import unavailable
-from ttl import __main__ as cli
-from ttl import controller
-from ttl.controller import run_once, sleep_seconds
-from ttl.expiry import Action, Decision, decide
 
 REPO = Path(__file__).resolve().parent.parent
 COMPONENT = REPO / "manifests" / "components" / "ttl-controller"
@@ -441,7 +441,7 @@ def api_error(status: int) -> ApiException:
 
 @dataclass
 class FakeCustomObjects:
-    """In-memory MXJobs behind the four calls `ttl.controller` makes.
+    """In-memory MXJobs behind the four calls `mxjob.ttl.controller` makes.
 
     Deletes follow the API server: 404 when the object is absent, 409 when the uid or
     resourceVersion precondition does not match. `listed` replaces what a list returns (a stale
@@ -806,12 +806,12 @@ def unreachable_kubeconfig(tmp_path: Path) -> Path:
 
 
 def ttl_process(tmp_path: Path, *args: str) -> "subprocess.Popen[str]":
-    """`python -m ttl` against an unreachable API server, logging at debug."""
+    """`python -m mxjob.ttl` against an unreachable API server, logging at debug."""
     env = {**os.environ, "LOG_LEVEL": "debug", "PYTHONPATH": str(REPO)}
     env.pop("KUBERNETES_SERVICE_HOST", None)
     kubeconfig = str(unreachable_kubeconfig(tmp_path))
     return subprocess.Popen(
-        [sys.executable, "-m", "ttl", "--kubeconfig", kubeconfig, *args],
+        [sys.executable, "-m", "mxjob.ttl", "--kubeconfig", kubeconfig, *args],
         cwd=REPO,
         env=env,
         stderr=subprocess.PIPE,
@@ -995,7 +995,7 @@ def test_the_deployment_runs_the_ttl_loop_locked_down() -> None:
     assert pod["securityContext"]["runAsNonRoot"] is True
     assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
     [container] = pod["containers"]
-    assert container["command"] == ["python", "-m", "ttl"]
+    assert container["command"] == ["python", "-m", "mxjob.ttl"]
     assert container["securityContext"] == {
         "allowPrivilegeEscalation": False,
         "readOnlyRootFilesystem": True,

@@ -1,4 +1,4 @@
-"""A component's command line (`python -m <component>`, component/runtime.py) run in a test
+"""A component's command line (`python -m <component>`, mxjob/component/runtime.py) run in a test
 against an in-memory cluster, with the process's settings as they were afterwards."""
 
 import logging
@@ -8,7 +8,7 @@ from types import ModuleType
 
 import pytest
 
-from component import runtime
+from mxjob.component import runtime
 
 
 @contextmanager

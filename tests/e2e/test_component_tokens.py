@@ -86,7 +86,7 @@ def test_the_ttl_token_deletes_only_a_finished_job_with_a_ttl(
 
 
 def event(name: str, involved: dict[str, str]) -> dict[str, object]:
-    """An Event as the Events component writes one (events/controller.py)."""
+    """An Event as the Events component writes one (mxjob/events/controller.py)."""
     return {
         "apiVersion": "v1",
         "kind": "Event",
@@ -141,7 +141,7 @@ def test_the_restarter_token_sets_only_the_run_numbers_of_an_mxjobs_pods(
     """What a stolen restarter token would do with its pod patch right: relabel any pod of any
     namespace (and so reroute a Service to it), or change its owners. The policy admits only
     the restart, run and go annotations and the run label of a pod an MXJob controls, each set
-    to a run number, as restarter/plan.py writes them."""
+    to a run number, as mxjob/restarter/plan.py writes them."""
     cluster.apply(job("e2e-restarted", {"Worker": replica(1)}))
     pod = wait_for("the Worker", lambda: next(iter(cluster.pods("e2e-restarted")), None), 90)
     relabel = {"metadata": {"labels": {"app": "elsewhere"}}}

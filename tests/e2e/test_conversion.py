@@ -1,7 +1,7 @@
 """The old API versions through the real API server: the CRD as the install variants build it
 (manifests/components/conversion), its webhook the hook's own app under gunicorn with TLS on
-127.0.0.1, its certificate and caBundle made by the real certificate keeper (`python -m certs`)
-through the API, into the Secrets the install ships (docs/api.md#versions).
+127.0.0.1, its certificate and caBundle made by the real certificate keeper (`python -m
+mxjob.certs`) through the API, into the Secrets the install ships (docs/api.md#versions).
 
 The one change from the install: the CRD calls the webhook by URL (`https://localhost:<port>`),
 since this tier's API server has no pods to route to; the certificate is for `localhost`.
@@ -22,10 +22,10 @@ import yaml
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from certs.authority import CA_CERT, CA_KEY, TLS_CERT, TLS_KEY
-from certs.controller import patch_bundle
-from component.kube import api_client
 from hooks.core.conversion.versions import V1_FIELDS
+from mxjob.certs.authority import CA_CERT, CA_KEY, TLS_CERT, TLS_KEY
+from mxjob.certs.controller import patch_bundle
+from mxjob.component.kube import api_client
 from tests.conversion_cases import OLD_EXAMPLES
 from tests.e2e.conftest import NAMESPACE, REPO, Cluster, installed_policy, wait_for
 from tools.cluster.stack import tcp_open
@@ -50,7 +50,7 @@ def keeper(cluster: Cluster, **settings: str) -> list[str]:
         **settings,
     }
     stderr = subprocess.run(
-        [sys.executable, "-m", "certs", "--once"],
+        [sys.executable, "-m", "mxjob.certs", "--once"],
         cwd=REPO,
         env=env,
         capture_output=True,

@@ -141,7 +141,7 @@ def test_a_retained_claim_outlives_its_job_and_a_deleted_one_does_not(
     held = cluster.get("mxjob", kept)
     assert held is not None and "deletionTimestamp" in held["metadata"]  # held by the finalizer
     ran = subprocess.run(
-        [sys.executable, "-m", "retention", "--once", "--kubeconfig", str(component_config)],
+        [sys.executable, "-m", "mxjob.retention", "--once", "--kubeconfig", str(component_config)],
         cwd=REPO, capture_output=True, text=True, timeout=60, check=False,
     )  # fmt: skip
     assert ran.returncode == 0, ran.stderr[-2000:]

@@ -83,7 +83,7 @@ def test_clean_pod_policy_none_keeps_every_pod(cluster: Cluster) -> None:
 # The local stack's kubeconfig skips TLS verification of its throw-away serving certificate.
 @pytest.mark.filterwarnings("ignore::urllib3.exceptions.InsecureRequestWarning")
 def test_ttl_component_deletes_a_finished_job(cluster: Cluster) -> None:
-    from ttl.controller import connect, run_once  # noqa: PLC0415
+    from mxjob.ttl.controller import connect, run_once  # noqa: PLC0415
 
     _run_to_success(cluster, "e2e-ttl", "Running")
     cluster.apply(job("e2e-ttl-running", {"Worker": replica(1)}, ttlSecondsAfterFinished=0))
@@ -114,7 +114,7 @@ def test_ttl_component_keeps_a_refused_job_while_its_pods_run(cluster: Cluster) 
     """A running job edited into a spec the hook refuses keeps its pods, and so the TTL component
     keeps the job: refused, it has no completionTime until its last pod has ended; the TTL then
     counts from that moment (docs/run-policy.md#ttlsecondsafterfinished)."""
-    from ttl.controller import connect, run_once  # noqa: PLC0415
+    from mxjob.ttl.controller import connect, run_once  # noqa: PLC0415
 
     name = "e2e-ttl-refused"
     cluster.apply(job(name, {"Worker": replica(1)}, ttlSecondsAfterFinished=3600))

@@ -1,7 +1,0 @@
-"""The TTL controller: deletes finished MXJobs once `ttlSecondsAfterFinished` has passed.
-
-A Metacontroller hook cannot delete its own parent, so this small separate component (with
-get/list/watch/delete on `mxjobs` and nothing else) does it
-(docs/run-policy.md#ttlsecondsafterfinished).
-`ttl.expiry` is the pure decision; `ttl.controller` is the loop that talks to the API server.
-"""
