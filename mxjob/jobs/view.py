@@ -424,9 +424,33 @@ def describe(
 ) -> list[str]:
     """`mxjob describe`: the job's story, from its status, its pods and its Events."""
     summary = summarize(job)
+    return [
+        *heading_lines(job, summary, now, paint, width),
+        "",
+        "Conditions:",
+        *condition_lines(job, now, paint, width),
+        "",
+        "Replicas:",
+        *replica_lines(summary, paint),
+        "",
+        "Pods:",
+        *pod_lines(pod_rows(summary.name, pods), now, paint, width),
+        "",
+        "Last failure:",
+        *last_failure_lines(job, now, paint),
+        "",
+        "Events:",
+        *event_lines(events, now, paint, width),
+    ]
+
+
+def heading_lines(
+    job: object, summary: Summary, now: datetime, paint: Paint, width: int | None
+) -> list[str]:
+    """`describe`'s head: the job's name, state, times, progress and checkpoint, one a line."""
     state = paint(safe(summary.state), STATE_STYLES.get(summary.state, ""))
     reason = f" ({safe(summary.reason)})" if summary.reason else ""
-    lines = [
+    return [
         f"Name:        {safe(summary.name)}",
         f"Namespace:   {safe(summary.namespace)}",
         f"Mode:        {summary.mode}",
@@ -437,11 +461,13 @@ def describe(
         f"Completed:   {_when(summary.completed, now)}",
         *_field("Progress:    ", progress_words(summary.progress, now), width),
         *_field("Checkpoint:  ", checkpoint_words(job, summary.name, summary.progress), width),
-        "",
-        "Conditions:",
     ]
+
+
+def condition_lines(job: object, now: datetime, paint: Paint, width: int | None) -> list[str]:
+    """The job's conditions as a table, in the order the hook keeps them."""
     conditions = [c for c in dig_list(job, "status", "conditions") if isinstance(c, dict)]
-    lines += table(
+    return table(
         ["TYPE", "STATUS", "REASON", "AGE", "MESSAGE"],
         [
             [
@@ -457,8 +483,11 @@ def describe(
         width,
         indent="  ",
     )
-    lines += ["", "Replicas:"]
-    lines += table(
+
+
+def replica_lines(summary: Summary, paint: Paint) -> list[str]:
+    """The job's pods counted by replica type, as a table never cut (its columns are short)."""
+    return table(
         ["TYPE", "DESIRED", "ACTIVE", "SUCCEEDED", "FAILED", "RESTARTS"],
         [
             [rtype, *map(str, (c.desired, c.active, c.succeeded, c.failed, c.restarts))]
@@ -468,45 +497,45 @@ def describe(
         None,
         indent="  ",
     )
-    lines += ["", "Pods:"]
-    rows = pod_rows(summary.name, pods)
-    lines += (
-        table(
-            ["REPLICA", "POD", "RUN", "PHASE", "EXIT", "REASON", "RESTARTS", "AGE", "NODE"],
-            [_pod_cells(r, now) for r in rows],
-            paint,
-            width,
-            indent="  ",
-            drop=("NODE", "RUN", "REASON", "RESTARTS"),
-            free=False,
-        )
-        if rows
-        else ["  (none: not created yet, or deleted as cleanPodPolicy says)"]
+
+
+def pod_lines(rows: list[PodRow], now: datetime, paint: Paint, width: int | None) -> list[str]:
+    """The job's pods as a table (on a narrow terminal NODE, then RUN, REASON and RESTARTS go),
+    or why there is none."""
+    if not rows:
+        return ["  (none: not created yet, or deleted as cleanPodPolicy says)"]
+    return table(
+        ["REPLICA", "POD", "RUN", "PHASE", "EXIT", "REASON", "RESTARTS", "AGE", "NODE"],
+        [_pod_cells(r, now) for r in rows],
+        paint,
+        width,
+        indent="  ",
+        drop=("NODE", "RUN", "REASON", "RESTARTS"),
+        free=False,
     )
-    lines += ["", "Last failure:", *last_failure_lines(job, now, paint)]
-    lines += ["", "Events:"]
+
+
+def event_lines(events: list[Any], now: datetime, paint: Paint, width: int | None) -> list[str]:
+    """The job's Events as a table, oldest first, warnings in yellow; `(none)` without any."""
     told = sorted_events(events)
-    lines += (
-        table(
-            ["TYPE", "REASON", "AGE", "FROM", "MESSAGE"],
+    if not told:
+        return ["  (none)"]
+    return table(
+        ["TYPE", "REASON", "AGE", "FROM", "MESSAGE"],
+        [
             [
-                [
-                    Cell(safe(e.get("type")), "yellow" if e.get("type") == "Warning" else ""),
-                    safe(e.get("reason")),
-                    age(_event_time(e), now),
-                    safe(dig(e, "source", "component") or dig(e, "reportingComponent") or ""),
-                    safe(e.get("message") or ""),
-                ]
-                for e in told
-            ],
-            paint,
-            width,
-            indent="  ",
-        )
-        if told
-        else ["  (none)"]
+                Cell(safe(e.get("type")), "yellow" if e.get("type") == "Warning" else ""),
+                safe(e.get("reason")),
+                age(_event_time(e), now),
+                safe(dig(e, "source", "component") or dig(e, "reportingComponent") or ""),
+                safe(e.get("message") or ""),
+            ]
+            for e in told
+        ],
+        paint,
+        width,
+        indent="  ",
     )
-    return lines
 
 
 def progress_words(found: dict[str, Any], now: datetime) -> str:
