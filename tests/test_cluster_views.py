@@ -406,6 +406,49 @@ def test_submit_n_refuses_a_job_of_another_namespace_as_kubectl_does(
         )
 
 
+class Listing:
+    """A cluster holding jobs of two namespaces, as `get` reads them."""
+
+    namespace = "team-a"
+    held = (("team-a", "mnist"), ("team-a", "tvm"), ("team-b", "mnist"))
+
+    def job(self, name: str) -> dict[str, Any] | None:
+        return next(
+            (j for j in self.jobs(every_namespace=False) if j["metadata"]["name"] == name), None
+        )
+
+    def jobs(self, *, every_namespace: bool) -> list[dict[str, Any]]:
+        return [
+            {"metadata": {"namespace": ns, "name": name}}
+            for ns, name in self.held
+            if every_namespace or ns == self.namespace
+        ]
+
+
+GET_CASES = [
+    ("no name: every job of the namespace", [], False, ["team-a/mnist", "team-a/tvm"], []),
+    ("-A: every job of every namespace", [], True,
+     ["team-a/mnist", "team-a/tvm", "team-b/mnist"], []),
+    ("names: each looked up in the namespace, each one missing told", ["tvm", "resnet"], False,
+     ["team-a/tvm"], ["mxjob get: no MXJob resnet in namespace team-a"]),
+    ("-A and names: those names in every namespace, none told missing", ["mnist", "resnet"], True,
+     ["team-a/mnist", "team-b/mnist"], []),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("why", "names", "every", "found", "told"), GET_CASES, ids=[c[0] for c in GET_CASES]
+)
+def test_get_reads_the_jobs_named_or_lists_them(
+    why: str, names: list[str], every: bool, found: list[str], told: list[str]
+) -> None:
+    err = io.StringIO()
+    term = commands.Terminal(io.StringIO(), err)
+    jobs = commands.asked_jobs(Listing(), names, term, every_namespace=every)  # type: ignore[arg-type]
+    assert [f"{j['metadata']['namespace']}/{j['metadata']['name']}" for j in jobs] == found, why
+    assert err.getvalue().splitlines() == told
+
+
 class Recording:
     """A cluster that records what it is asked to create."""
 
