@@ -70,6 +70,41 @@ def test_a_table_fits_the_width_by_cutting_its_last_column_then_dropping_columns
     assert dropped == ["NAME    STATE", "mnist   Running"]
 
 
+@pytest.mark.parametrize(
+    ("text", "room", "shown"),
+    [
+        ("a long message", None, "a long message"),  # no terminal: never cut
+        ("a long message", 14, "a long message"),  # fits exactly
+        ("a long message", 13, "a long messa…"),  # the mark takes the last character
+        ("", 1, ""),
+    ],
+)
+def test_free_text_is_cut_to_its_room_with_a_mark(text: str, room: int | None, shown: str) -> None:
+    assert view.cut(text, room) == shown
+
+
+# Columns of 4, 5 and 30 characters (the last free text): 4 + 3 + 5 + 3 + MIN_FREE = 35 needed.
+FIT_CASES = [
+    ("no terminal: every column, nothing cut", None, True, ["B", "C"], [0, 1, 2], None),
+    ("the free text is counted at MIN_FREE: it fits", 35, True, ["C", "B"], [0, 1, 2], 20),
+    ("one short: the first named column goes", 34, True, ["B", "C"], [0, 2], 27),
+    ("dropped in the order named, until it fits", 24, True, ["C", "B"], [0, 1], None),
+    ("never below MIN_FREE, however narrow", 10, True, [], [0, 1, 2], 20),
+    ("no free text: the last column counted whole", 44, False, ["B"], [0, 2], None),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("why", "width", "free", "drop", "kept", "room"), FIT_CASES, ids=[c[0] for c in FIT_CASES]
+)
+def test_columns_are_dropped_in_order_until_the_table_fits(
+    why: str, width: int | None, free: bool, drop: list[str], kept: list[int], room: int | None
+) -> None:
+    fit = view.Fit([4, 5, 30], "", free)
+    keep = fit.kept(["A", "B", "C"], width, drop)
+    assert (keep, fit.room(keep, width)) == (kept, room), why
+
+
 def test_colours_only_when_painting_is_on() -> None:
     rows = [[view.Cell("Failed", "red")]]
     assert view.table(["STATE"], rows, view.Paint(on=False)) == ["STATE", "Failed"]
@@ -369,6 +404,49 @@ def test_submit_n_refuses_a_job_of_another_namespace_as_kubectl_does(
             f'the namespace from the provided object "{refused}" does not match the namespace '
             f"\"{given}\". You must pass '--namespace={refused}' to perform this operation."
         )
+
+
+class Listing:
+    """A cluster holding jobs of two namespaces, as `get` reads them."""
+
+    namespace = "team-a"
+    held = (("team-a", "mnist"), ("team-a", "tvm"), ("team-b", "mnist"))
+
+    def job(self, name: str) -> dict[str, Any] | None:
+        return next(
+            (j for j in self.jobs(every_namespace=False) if j["metadata"]["name"] == name), None
+        )
+
+    def jobs(self, *, every_namespace: bool) -> list[dict[str, Any]]:
+        return [
+            {"metadata": {"namespace": ns, "name": name}}
+            for ns, name in self.held
+            if every_namespace or ns == self.namespace
+        ]
+
+
+GET_CASES = [
+    ("no name: every job of the namespace", [], False, ["team-a/mnist", "team-a/tvm"], []),
+    ("-A: every job of every namespace", [], True,
+     ["team-a/mnist", "team-a/tvm", "team-b/mnist"], []),
+    ("names: each looked up in the namespace, each one missing told", ["tvm", "resnet"], False,
+     ["team-a/tvm"], ["mxjob get: no MXJob resnet in namespace team-a"]),
+    ("-A and names: those names in every namespace, none told missing", ["mnist", "resnet"], True,
+     ["team-a/mnist", "team-b/mnist"], []),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("why", "names", "every", "found", "told"), GET_CASES, ids=[c[0] for c in GET_CASES]
+)
+def test_get_reads_the_jobs_named_or_lists_them(
+    why: str, names: list[str], every: bool, found: list[str], told: list[str]
+) -> None:
+    err = io.StringIO()
+    term = commands.Terminal(io.StringIO(), err)
+    jobs = commands.asked_jobs(Listing(), names, term, every_namespace=every)  # type: ignore[arg-type]
+    assert [f"{j['metadata']['namespace']}/{j['metadata']['name']}" for j in jobs] == found, why
+    assert err.getvalue().splitlines() == told
 
 
 class Recording:

@@ -41,7 +41,17 @@ from mxjob.restarter.controller import (
     act,
     run_once,
 )
-from mxjob.restarter.plan import Order, OrderError, Patch, Plan, controlled, order, plan, selector
+from mxjob.restarter.plan import (
+    Order,
+    OrderError,
+    Patch,
+    Plan,
+    controlled,
+    order,
+    plan,
+    selector,
+    writes,
+)
 from tests.manifest_support import policy_admits
 from testsupport.component_cli import against
 from testsupport.patching import apply_patch, refused
@@ -285,6 +295,25 @@ def test_plan(why: str, candidate: dict[str, Any], job: Order, want: Plan) -> No
     if want.patch:
         patched = apply_patch(candidate, want.patch)
         assert plan(patched, job) == Plan([], want.ahead), "one patch puts the pod in step"
+
+
+WRITES_CASES = [
+    ("a field the pod has: what it holds replaced, what it lacks added", {"a": "2"}, ["a", "b"],
+     [{"op": "replace", "path": "/metadata/labels/a", "value": "3"},
+      {"op": "add", "path": "/metadata/labels/b", "value": "3"}]),
+    ("a field the pod lacks: added whole", None, ["a", "b"],
+     [{"op": "add", "path": "/metadata/labels", "value": {"a": "3", "b": "3"}}]),
+    ("a field that is not a mapping: added whole over it", "a=2", ["a"],
+     [{"op": "add", "path": "/metadata/labels", "value": {"a": "3"}}]),
+    ("nothing to set: nothing, even without the field", None, [], []),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("why", "present", "keys", "want"), WRITES_CASES, ids=[c[0] for c in WRITES_CASES]
+)
+def test_writes(why: str, present: object, keys: list[str], want: Patch) -> None:
+    assert writes("labels", present, keys, "3") == want, why
 
 
 # --- the loop ---------------------------------------------------------------------------------

@@ -20,7 +20,7 @@ from mxjob.jobs.api import WATCH_SECONDS, Cluster, ClusterError
 from mxjob.jobs.follow import Following, print_logs
 from mxjob.jobs.options import namespace_refused
 from mxjob.jobs.replicas import Replica
-from mxjob.jobs.waiting import CANNOT_READ, REACHED, TIMED_OUT, Goal, verdict
+from mxjob.jobs.waiting import CANNOT_READ, REACHED, TIMED_OUT, Goal, Verdict, verdict
 
 OK, FAILED, USAGE = 0, 1, 2
 #: Ctrl-C, as a shell reports a command it interrupted.
@@ -108,16 +108,7 @@ def _now() -> datetime:
 
 def run_get(cluster: Cluster, arguments: argparse.Namespace, term: Terminal) -> int:
     """A table of jobs (or their summaries as JSON or YAML)."""
-    if arguments.names and not arguments.all_namespaces:
-        jobs = [cluster.job(name) for name in arguments.names]
-        for name, job in zip(arguments.names, jobs, strict=True):
-            if job is None:
-                print(f"mxjob get: no MXJob {name} in namespace {cluster.namespace}", file=term.err)
-        found = [j for j in jobs if j is not None]
-    else:
-        found = cluster.jobs(every_namespace=arguments.all_namespaces)
-        if arguments.names:
-            found = [j for j in found if dig(j, "metadata", "name") in arguments.names]
+    found = asked_jobs(cluster, arguments.names, term, every_namespace=arguments.all_namespaces)
     summaries = sorted(map(view.summarize, found), key=lambda s: (s.namespace, s.name))
     now = _now()
     if arguments.output:
@@ -134,11 +125,31 @@ def run_get(cluster: Cluster, arguments: argparse.Namespace, term: Terminal) -> 
     return OK if len(found) >= len(arguments.names) else FAILED
 
 
+def asked_jobs(
+    cluster: Cluster, names: list[str], term: Terminal, *, every_namespace: bool
+) -> list[dict[str, Any]]:
+    """The jobs `get` is asked for: each one named, from the namespace (those missing told);
+    else every job of the namespace (of all, with `every_namespace`), those named only."""
+    if names and not every_namespace:
+        jobs = [cluster.job(name) for name in names]
+        for name, job in zip(names, jobs, strict=True):
+            if job is None:
+                _missing(cluster, name, "get", term)
+        return [j for j in jobs if j is not None]
+    found = cluster.jobs(every_namespace=every_namespace)
+    return [j for j in found if dig(j, "metadata", "name") in names] if names else found
+
+
 def _job(cluster: Cluster, name: str, command: str, term: Terminal) -> dict[str, Any] | None:
     job = cluster.job(name)
     if job is None:
-        print(f"mxjob {command}: no MXJob {name} in namespace {cluster.namespace}", file=term.err)
+        _missing(cluster, name, command, term)
     return job
+
+
+def _missing(cluster: Cluster, name: str, command: str, term: Terminal) -> None:
+    """Tell that the command found no job `name`."""
+    print(f"mxjob {command}: no MXJob {name} in namespace {cluster.namespace}", file=term.err)
 
 
 def run_describe(cluster: Cluster, arguments: argparse.Namespace, term: Terminal) -> int:
@@ -169,9 +180,7 @@ def wait_for(cluster: Cluster, name: str, goal: Goal, timeout: float | None, ter
     while True:
         found = verdict(name, job, goal)
         if found is not None:
-            stream = term.out if found.status == REACHED else term.err
-            stream.write("".join(f"{line}\n" for line in found.lines))
-            return found.status
+            return _told(found, term)
         left = WATCH_SECONDS if deadline is None else deadline - time.monotonic()
         if left <= 0:
             state = view.safe(view.summarize(job).state)
@@ -185,17 +194,21 @@ def wait_for(cluster: Cluster, name: str, goal: Goal, timeout: float | None, ter
             job = cluster.job(name)
 
 
+def _told(found: Verdict, term: Terminal) -> int:
+    """Print the verdict's lines (on stdout when the goal is reached, else on stderr); its exit
+    status."""
+    stream = term.out if found.status == REACHED else term.err
+    stream.write("".join(f"{line}\n" for line in found.lines))
+    return found.status
+
+
 def run_logs(cluster: Cluster, arguments: argparse.Namespace, term: Terminal) -> int:
     """Every chosen replica's log; followed with -f."""
     picked: Callable[[Replica], bool] = arguments.replica or (lambda replica: True)
     if _job(cluster, arguments.name, "logs", term) is None:
         return FAILED
     if arguments.follow:
-        following = Following(cluster, arguments.name, picked, term.out, term.paint)
-        try:
-            following.run()
-        finally:
-            following.close()
+        _followed(cluster, arguments.name, picked, term)
         return OK
     if not print_logs(cluster, arguments.name, picked, term.out, term.paint):
         print(f"mxjob logs: no started pod of {arguments.name} to read", file=term.err)
@@ -206,40 +219,61 @@ def run_submit(
     cluster: Cluster, arguments: argparse.Namespace, term: Terminal, reader: Reader
 ) -> int:
     """Check the file's jobs; create them; then wait for one, or follow its logs to its end."""
-    jobs = reader(arguments.filename, term.err)
-    refused = None if jobs is None else namespace_refused(jobs, arguments.namespace)
-    if refused is not None:
-        print(f"mxjob submit: {view.safe(refused)}", file=term.err)
-    if jobs is None or refused is not None:
-        print("mxjob submit: nothing was created", file=term.err)
+    jobs = submittable(arguments.filename, arguments.namespace, term, reader)
+    if jobs is None:
         return FAILED
     if (arguments.wait or arguments.logs) and len(jobs) != 1:
         print("mxjob submit: --wait and --logs take a file of one job", file=term.err)
         return USAGE
-    names = []
-    for job in jobs:
-        created = cluster.create(job)
-        name = str(dig(created, "metadata", "name"))
-        namespace = dig(created, "metadata", "namespace")
-        print(f"mxjob/{view.safe(name)} created in namespace {view.safe(namespace)}", file=term.out)
-        names.append(name)
-        cluster.namespace = str(namespace or cluster.namespace)
+    names = [created(cluster, job, term) for job in jobs]
     term.out.flush()
     if arguments.logs:
-        following = Following(cluster, names[0], lambda replica: True, term.out, term.paint)
-        try:
-            last = following.run()
-        finally:
-            following.close()
+        last = _followed(cluster, names[0], lambda replica: True, term)
         found = verdict(names[0], last, arguments.goal)
         if found is not None:
-            stream = term.out if found.status == REACHED else term.err
-            stream.write("".join(f"{line}\n" for line in found.lines))
-            return found.status
+            return _told(found, term)
         return wait_for(cluster, names[0], arguments.goal, arguments.timeout, term)
     if arguments.wait:
         return wait_for(cluster, names[0], arguments.goal, arguments.timeout, term)
     return OK
+
+
+def submittable(
+    filename: str, namespace: str | None, term: Terminal, reader: Reader
+) -> list[dict[str, Any]] | None:
+    """The file's jobs at v1, or None (each problem told, and that nothing was created) when one
+    is invalid or names another namespace than the one given (`-n`)."""
+    jobs = reader(filename, term.err)
+    refused = None if jobs is None else namespace_refused(jobs, namespace)
+    if refused is not None:
+        print(f"mxjob submit: {view.safe(refused)}", file=term.err)
+    if jobs is None or refused is not None:
+        print("mxjob submit: nothing was created", file=term.err)
+        return None
+    return jobs
+
+
+def created(cluster: Cluster, job: dict[str, Any], term: Terminal) -> str:
+    """Create the job and say where; its name. The command's namespace becomes the job's: where
+    `--wait` and `--logs` look for it (and where a later job of the file naming none goes)."""
+    made = cluster.create(job)
+    name = str(dig(made, "metadata", "name"))
+    namespace = dig(made, "metadata", "namespace")
+    print(f"mxjob/{view.safe(name)} created in namespace {view.safe(namespace)}", file=term.out)
+    cluster.namespace = str(namespace or cluster.namespace)
+    return name
+
+
+def _followed(
+    cluster: Cluster, name: str, picked: Callable[[Replica], bool], term: Terminal
+) -> dict[str, Any] | None:
+    """Follow the picked replicas' logs until the job has finished and they are drained; the
+    job's last version (None if it is gone)."""
+    following = Following(cluster, name, picked, term.out, term.paint)
+    try:
+        return following.run()
+    finally:
+        following.close()
 
 
 def run_delete(cluster: Cluster, arguments: argparse.Namespace, term: Terminal) -> int:

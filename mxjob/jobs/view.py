@@ -91,43 +91,80 @@ def table(
     and a last column of free text (`free`) is cut to what is left (`…`, at least MIN_FREE
     characters); other columns are never cut."""
     cells = [[c if isinstance(c, Cell) else Cell(c) for c in row] for row in rows]
+    fit = Fit(column_widths(headers, cells), indent, free)
+    keep = fit.kept(headers, width, drop)
+    room = fit.room(keep, width)
+    bold = [Cell(header, "bold") for header in headers]
+    return [table_line(row, keep, fit, room, paint) for row in [bold, *cells]]
+
+
+def column_widths(headers: Sequence[str], cells: list[list[Cell]]) -> list[int]:
+    """Each column's width: its widest cell, the header's included."""
     widths = [len(h) for h in headers]
     for row in cells:
         for i, cell in enumerate(row):
             widths[i] = max(widths[i], len(cell.text))
-    keep = list(range(len(headers)))
-    last = len(headers) - 1
+    return widths
 
-    def needed() -> int:
-        cut = free and keep[-1] == last
-        fixed = keep[:-1] if cut else keep
-        gaps = len(GAP) * (len(keep) - 1)
-        return (
-            len(indent)
-            + sum(widths[i] for i in fixed)
-            + gaps
-            + (min(widths[last], MIN_FREE) if cut else 0)
+
+@dataclass(frozen=True)
+class Fit:
+    """How a table's columns fit a terminal: their widths, the indent before them, and whether
+    the last column is free text (cut to fit, where the others are only ever left out)."""
+
+    widths: list[int]
+    indent: str
+    free: bool
+
+    def cuts(self, keep: list[int]) -> bool:
+        """Whether the columns `keep` end with the free text column."""
+        return self.free and keep[-1] == len(self.widths) - 1
+
+    def fixed(self, keep: list[int]) -> int:
+        """The characters the columns `keep` take but a free text column they end with: the
+        indent, the other columns and the gaps between them all."""
+        whole = keep[:-1] if self.cuts(keep) else keep
+        return len(self.indent) + sum(self.widths[i] for i in whole) + len(GAP) * (len(keep) - 1)
+
+    def needed(self, keep: list[int]) -> int:
+        """The width a table of the columns `keep` needs: its free text at most MIN_FREE."""
+        free = min(self.widths[-1], MIN_FREE) if self.cuts(keep) else 0
+        return self.fixed(keep) + free
+
+    def kept(self, headers: Sequence[str], width: int | None, drop: Sequence[str]) -> list[int]:
+        """The columns shown: those named in `drop` left out, in that order, while the table is
+        wider than `width`."""
+        keep = list(range(len(headers)))
+        for name in drop:
+            if width is None or self.needed(keep) <= width:
+                break
+            keep.remove(headers.index(name))
+        return keep
+
+    def room(self, keep: list[int], width: int | None) -> int | None:
+        """The characters left to the free text column within `width` (MIN_FREE at least); None
+        when nothing is cut: no width, or no free text column shown."""
+        if width is None or not self.cuts(keep):
+            return None
+        return max(width - self.fixed(keep), MIN_FREE)
+
+
+def table_line(row: list[Cell], keep: list[int], fit: Fit, room: int | None, paint: Paint) -> str:
+    """One line of a table: the cells of the columns `keep`, each padded to its column's width
+    but the last, which is cut to `room`."""
+    parts = [
+        paint(
+            cut(row[i].text, room) if i == keep[-1] else row[i].text.ljust(fit.widths[i]),
+            row[i].style,
         )
+        for i in keep
+    ]
+    return (fit.indent + GAP.join(parts)).rstrip()
 
-    for name in drop:
-        if width is None or needed() <= width:
-            break
-        keep.remove(headers.index(name))
-    room = None
-    if width is not None and free and keep[-1] == last:
-        used = len(indent) + sum(widths[i] for i in keep[:-1]) + len(GAP) * (len(keep) - 1)
-        room = max(width - used, MIN_FREE)
-    lines = []
-    for row, is_header in [(list(map(Cell, headers)), True), *((r, False) for r in cells)]:
-        parts = []
-        for i in keep:
-            text = row[i].text
-            if i == last and room is not None and len(text) > room:
-                text = text[: room - 1] + _CUT
-            padded = text if i == keep[-1] else text.ljust(widths[i])
-            parts.append(paint(padded, "bold" if is_header else row[i].style))
-        lines.append((indent + GAP.join(parts)).rstrip())
-    return lines
+
+def cut(text: str, room: int | None) -> str:
+    """`text` cut to `room` characters, its last one `…`; whole when it fits or `room` is None."""
+    return text if room is None or len(text) <= room else text[: room - 1] + _CUT
 
 
 def age(moment: datetime | None, now: datetime) -> str:
@@ -387,9 +424,33 @@ def describe(
 ) -> list[str]:
     """`mxjob describe`: the job's story, from its status, its pods and its Events."""
     summary = summarize(job)
+    return [
+        *heading_lines(job, summary, now, paint, width),
+        "",
+        "Conditions:",
+        *condition_lines(job, now, paint, width),
+        "",
+        "Replicas:",
+        *replica_lines(summary, paint),
+        "",
+        "Pods:",
+        *pod_lines(pod_rows(summary.name, pods), now, paint, width),
+        "",
+        "Last failure:",
+        *last_failure_lines(job, now, paint),
+        "",
+        "Events:",
+        *event_lines(events, now, paint, width),
+    ]
+
+
+def heading_lines(
+    job: object, summary: Summary, now: datetime, paint: Paint, width: int | None
+) -> list[str]:
+    """`describe`'s head: the job's name, state, times, progress and checkpoint, one a line."""
     state = paint(safe(summary.state), STATE_STYLES.get(summary.state, ""))
     reason = f" ({safe(summary.reason)})" if summary.reason else ""
-    lines = [
+    return [
         f"Name:        {safe(summary.name)}",
         f"Namespace:   {safe(summary.namespace)}",
         f"Mode:        {summary.mode}",
@@ -400,11 +461,13 @@ def describe(
         f"Completed:   {_when(summary.completed, now)}",
         *_field("Progress:    ", progress_words(summary.progress, now), width),
         *_field("Checkpoint:  ", checkpoint_words(job, summary.name, summary.progress), width),
-        "",
-        "Conditions:",
     ]
+
+
+def condition_lines(job: object, now: datetime, paint: Paint, width: int | None) -> list[str]:
+    """The job's conditions as a table, in the order the hook keeps them."""
     conditions = [c for c in dig_list(job, "status", "conditions") if isinstance(c, dict)]
-    lines += table(
+    return table(
         ["TYPE", "STATUS", "REASON", "AGE", "MESSAGE"],
         [
             [
@@ -420,8 +483,11 @@ def describe(
         width,
         indent="  ",
     )
-    lines += ["", "Replicas:"]
-    lines += table(
+
+
+def replica_lines(summary: Summary, paint: Paint) -> list[str]:
+    """The job's pods counted by replica type, as a table never cut (its columns are short)."""
+    return table(
         ["TYPE", "DESIRED", "ACTIVE", "SUCCEEDED", "FAILED", "RESTARTS"],
         [
             [rtype, *map(str, (c.desired, c.active, c.succeeded, c.failed, c.restarts))]
@@ -431,45 +497,45 @@ def describe(
         None,
         indent="  ",
     )
-    lines += ["", "Pods:"]
-    rows = pod_rows(summary.name, pods)
-    lines += (
-        table(
-            ["REPLICA", "POD", "RUN", "PHASE", "EXIT", "REASON", "RESTARTS", "AGE", "NODE"],
-            [_pod_cells(r, now) for r in rows],
-            paint,
-            width,
-            indent="  ",
-            drop=("NODE", "RUN", "REASON", "RESTARTS"),
-            free=False,
-        )
-        if rows
-        else ["  (none: not created yet, or deleted as cleanPodPolicy says)"]
+
+
+def pod_lines(rows: list[PodRow], now: datetime, paint: Paint, width: int | None) -> list[str]:
+    """The job's pods as a table (on a narrow terminal NODE, then RUN, REASON and RESTARTS go),
+    or why there is none."""
+    if not rows:
+        return ["  (none: not created yet, or deleted as cleanPodPolicy says)"]
+    return table(
+        ["REPLICA", "POD", "RUN", "PHASE", "EXIT", "REASON", "RESTARTS", "AGE", "NODE"],
+        [_pod_cells(r, now) for r in rows],
+        paint,
+        width,
+        indent="  ",
+        drop=("NODE", "RUN", "REASON", "RESTARTS"),
+        free=False,
     )
-    lines += ["", "Last failure:", *last_failure_lines(job, now, paint)]
-    lines += ["", "Events:"]
+
+
+def event_lines(events: list[Any], now: datetime, paint: Paint, width: int | None) -> list[str]:
+    """The job's Events as a table, oldest first, warnings in yellow; `(none)` without any."""
     told = sorted_events(events)
-    lines += (
-        table(
-            ["TYPE", "REASON", "AGE", "FROM", "MESSAGE"],
+    if not told:
+        return ["  (none)"]
+    return table(
+        ["TYPE", "REASON", "AGE", "FROM", "MESSAGE"],
+        [
             [
-                [
-                    Cell(safe(e.get("type")), "yellow" if e.get("type") == "Warning" else ""),
-                    safe(e.get("reason")),
-                    age(_event_time(e), now),
-                    safe(dig(e, "source", "component") or dig(e, "reportingComponent") or ""),
-                    safe(e.get("message") or ""),
-                ]
-                for e in told
-            ],
-            paint,
-            width,
-            indent="  ",
-        )
-        if told
-        else ["  (none)"]
+                Cell(safe(e.get("type")), "yellow" if e.get("type") == "Warning" else ""),
+                safe(e.get("reason")),
+                age(_event_time(e), now),
+                safe(dig(e, "source", "component") or dig(e, "reportingComponent") or ""),
+                safe(e.get("message") or ""),
+            ]
+            for e in told
+        ],
+        paint,
+        width,
+        indent="  ",
     )
-    return lines
 
 
 def progress_words(found: dict[str, Any], now: datetime) -> str:

@@ -11,6 +11,7 @@ since the hook also counts its Scheduler's and Servers' starts and may come due 
 Pure: no client, no clock.
 """
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
@@ -60,24 +61,49 @@ def noted_after(
     reports = {w.name: parse_lines(logs.get(w.name, ()), w.noted.report) for w in workers}
     moments = {name: r.moment for name, r in reports.items() if r is not None and r.moment}
     due = _due(workers, moments, deadlines)
-    confirm = None
-    if due is not None and now >= due and len(logs) == len(workers):
-        confirm = max(moments, key=lambda name: moments[name]) if moments else workers[0].name
+    looked_on = _looked_on(workers, moments, due, now, every_read=len(logs) == len(workers))
     changed: dict[str, Noted] = {}
     for worker in workers:
-        old, new = worker.noted.report, reports[worker.name]
-        looked = worker.name == confirm
-        if not looked and not _worth_noting(old, new):
-            continue
-        seen = format_time(now) if looked else worker.noted.seen
-        began = worker.noted.began
-        if old is None and new is not None:
-            first = first_report(logs.get(worker.name, ()))
-            began = first.epoch if first is not None else new.epoch
-        noted = Noted(report=new, seen=seen, began=began)
-        if noted != worker.noted:
+        lines = logs.get(worker.name, ())
+        noted = _noted(worker, reports[worker.name], lines, now, looked=worker.name == looked_on)
+        if noted is not None and noted != worker.noted:
             changed[worker.name] = noted
     return Notes(changed, due)
+
+
+def _looked_on(
+    workers: list[Worker],
+    moments: dict[str, datetime],
+    due: datetime | None,
+    now: datetime,
+    *,
+    every_read: bool,
+) -> str | None:
+    """The Worker a look past the deadline is noted on, once it has run out and every Worker
+    was read in this pass: the newest reporter, or the first Worker when none reported."""
+    if due is None or now < due or not every_read:
+        return None
+    return max(moments, key=lambda name: moments[name]) if moments else workers[0].name
+
+
+def _noted(
+    worker: Worker, new: Report | None, lines: Sequence[str], now: datetime, *, looked: bool
+) -> Noted | None:
+    """What to note on the Worker given its newest report `new` (read from `lines`): the look
+    at `now` when `looked`; None when nothing is worth noting yet (`_worth_noting`)."""
+    if not looked and not _worth_noting(worker.noted.report, new):
+        return None
+    seen = format_time(now) if looked else worker.noted.seen
+    return Noted(report=new, seen=seen, began=_began(worker.noted, new, lines))
+
+
+def _began(noted: Noted, new: Report | None, lines: Sequence[str]) -> int | None:
+    """The epoch the Worker's run began at: kept once noted, read from its log's first report
+    when its first report is noted (the newest report's epoch if none is found there)."""
+    if noted.report is not None or new is None:
+        return noted.began
+    first = first_report(lines)
+    return first.epoch if first is not None else new.epoch
 
 
 #: A Worker's newer report within the same epoch is noted at most this long after the one

@@ -96,29 +96,49 @@ def plan(pod: object, job: Order) -> Plan:
     or `replace` of each key that differs (the pod's annotations or labels added whole when it
     has none); no patch when nothing differs."""
     value = str(job.run)
-    wanted = {
-        "annotations": [ANNOTATION_RESTART, ANNOTATION_RUN, *([ANNOTATION_GO] if job.go else [])],
-        "labels": [LABEL_RUN],
-    }
     operations: Patch = []
     ahead: list[str] = []
-    for field, keys in wanted.items():
+    for field, keys in wanted_keys(job).items():
         present = dig(pod, "metadata", field)
         have = present if isinstance(present, dict) else {}
-        differ = [key for key in keys if have.get(key) != value]
-        ahead += [key for key in differ if _number(have.get(key)) > job.run]
-        differ = [key for key in differ if key not in ahead]
-        if differ and not isinstance(present, dict):
-            path = pointer("metadata", field)
-            operations.append({"op": "add", "path": path, "value": dict.fromkeys(differ, value)})
-            continue
-        for key in differ:
-            op = "replace" if key in have else "add"
-            operations.append({"op": op, "path": pointer("metadata", field, key), "value": value})
+        ahead += [key for key in keys if _number(have.get(key)) > job.run]
+        # `ahead` so far, the annotations' too: the run label's key is the run annotation's
+        # (LABEL_RUN is ANNOTATION_RUN), so a run annotation ahead leaves the label as it is.
+        differ = [key for key in keys if have.get(key) != value and key not in ahead]
+        operations += writes(field, present, differ, value)
     if not operations:
         return Plan([], tuple(ahead))
     test = {"op": "test", "path": pointer("metadata", "uid"), "value": dig(pod, "metadata", "uid")}
     return Plan([test, *operations], tuple(ahead))
+
+
+def wanted_keys(job: Order) -> dict[str, list[str]]:
+    """The keys the order sets, by the field of the pod's metadata that holds them: the go
+    annotation only once the order says go."""
+    return {
+        "annotations": [ANNOTATION_RESTART, ANNOTATION_RUN, *([ANNOTATION_GO] if job.go else [])],
+        "labels": [LABEL_RUN],
+    }
+
+
+def writes(field: str, present: object, keys: list[str], value: str) -> Patch:
+    """The operations that set `keys` of the pod's `field` (what it holds: `present`) to
+    `value`: the field added whole when the pod has none, else an `add` or `replace` of each
+    key; none without keys."""
+    if not keys:
+        return []
+    if not isinstance(present, dict):
+        return [
+            {"op": "add", "path": pointer("metadata", field), "value": dict.fromkeys(keys, value)}
+        ]
+    return [
+        {
+            "op": "replace" if key in present else "add",
+            "path": pointer("metadata", field, key),
+            "value": value,
+        }
+        for key in keys
+    ]
 
 
 def _number(value: object) -> int:
