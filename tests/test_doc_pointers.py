@@ -1,5 +1,6 @@
-"""The documentation's pointers into the code stay true: every `hooks/…`, `tests/…` or `tools/…`
-path it names exists, and each function docs/restarts.md names beside a path (`path`
+"""The documentation's pointers into the code stay true: every file or folder of the product
+(`hooks/…`, `mxjob/…`) or of its support (`tests/…`, `tools/…`, `testsupport/…`, `bench/…`) it
+names exists, and each function docs/restarts.md names beside a path (`path`
 (`name`, …)) is defined there, so a newcomer following a rule lands on the code that carries
 it out (issue 32)."""
 
@@ -11,7 +12,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 PAGES = sorted([REPO / "README.md", *(REPO / "docs").glob("*.md")])
-PATH = re.compile(r"`((?:hooks|tests|tools|ttl|events|certs|component|testsupport)/[\w/.-]+\.py)`")
+PATH = re.compile(r"`((?:hooks|mxjob|tests|tools|testsupport|bench)/(?:[\w/.-]+\.py|[\w/-]*))`")
 #: A path followed by a parenthesis naming its functions: `hooks/x.py` (`a`: …, `B.c`).
 POINTER = re.compile(r"`(hooks/[\w/]+\.py)`\s*\(([^()]*)\)")
 NAME = re.compile(r"`([A-Za-z_][\w.]*)`")
@@ -34,7 +35,7 @@ def _defined(path: Path) -> set[str]:
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
 def test_every_named_path_exists(page: Path) -> None:
-    missing = sorted({p for p in PATH.findall(page.read_text()) if not (REPO / p).is_file()})
+    missing = sorted({p for p in PATH.findall(page.read_text()) if not (REPO / p).exists()})
     assert not missing, f"{page.name} names files that do not exist: {missing}"
 
 
