@@ -19,7 +19,7 @@ from typing import Any, Required, TypedDict, cast
 from hooks.core import budget, gang, placement, retention, status
 from hooks.core.api import CleanPodPolicy, Reason
 from hooks.core.build.claims import desired_claim
-from hooks.core.build.configmaps import desired_config, desired_result, recorded_status
+from hooks.core.build.configmaps import desired_config, desired_result
 from hooks.core.build.pods import PodMaker
 from hooks.core.build.services import ServiceMaker, same_service
 from hooks.core.children import Child, ConfigMap, PodGroup
@@ -30,7 +30,7 @@ from hooks.core.job import Job
 from hooks.core.naming import RunNames, Slot, is_config_map_name, result_name
 from hooks.core.observed import ObservedPod, lost_at
 from hooks.core.outcome import deadline_at, decide
-from hooks.core.previous import PreviousStatus
+from hooks.core.previous import PreviousStatus, recorded_status
 from hooks.core.request import CLAIM, CONFIG_MAP, POD, SERVICE, SyncRequest
 from hooks.core.restart import resize, runs, stall
 from hooks.core.restart.slots import SlotPlan
