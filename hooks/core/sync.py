@@ -196,14 +196,8 @@ def _active(job: Job, request: SyncRequest, now: datetime, room: int | None) -> 
     names = _run_names(job, request, found[0])
     config = desired_config(job, names)
     observed_config = request.config_maps.get(names.config)
-    plan = runs.plan_run(
-        job,
-        pods,
-        found[0],
-        now,
-        own_until=previous.suspended_until,
-        resized=resize.change(job, observed_config, config["data"]),
-    )
+    resized = resize.change(job, observed_config, config["data"])
+    plan = runs.plan_run(job, pods, found[0], now, previous, resized=resized)
     start = status.start_time(previous, pods, queued=job.queue is not None)
     waits = claim_waits(job, request.claim) or waiting_for(job, request.pod_group, _current(plan))
     outcome = decide(job, plan, start, now, waits)
@@ -216,11 +210,7 @@ def _active(job: Job, request: SyncRequest, now: datetime, room: int | None) -> 
         return SyncResponse(new_status, [*kept, desired_result(job, new_status)])
     # While an edit waits to restart the run, nothing is made: a pod would be made from the
     # edited spec, not from the cluster its run started with (docs/restarts.md#edits-in-a-row).
-    creating = (
-        plan.waits is None
-        and runs.may_create_run(previous, plan.restart, old=plan.old_alive)
-        and _claimed(job, request)
-    )
+    creating = plan.creating and _claimed(job, request)
     listed, admitted = _run_children(job, request, plan, config, names, found, creating=creating)
     crowded = _crowded(request, listed, room) if creating else None
     if crowded is not None:
@@ -228,7 +218,7 @@ def _active(job: Job, request: SyncRequest, now: datetime, room: int | None) -> 
         # then on would be refused (413): nothing is created until there is room.
         listed, admitted = _run_children(job, request, plan, config, names, found, creating=False)
         new_status = status.holding(new_status, crowded)
-    order = runs.in_place_order(plan, found[0], previous, go=admitted)
+    order = runs.in_place_order(plan, found[0], go=admitted)
     if order is not None:
         new_status = {**new_status, "inPlaceRestart": order}
     return SyncResponse(new_status, listed, _resync(job, start, plan, pods, now))
@@ -248,14 +238,8 @@ def _run_children(
     and observed), and the pods and configs of an older run or of slots the spec no longer has
     while they must stay; and whether the run's new pods are admitted (made, or released in
     place)."""
-    record, record_child = found
-    keeps_old = not runs.may_delete_old_run(request.previous, record, plan.plans)
-    # Between runs, once the parent status shows the restart past its record (as for deleting
-    # the old run's pods: docs/run-policy.md#stale-cache-safety), or with no restart at all.
-    replacing = plan.between_runs and (plan.restart is None or not keeps_old)
-    listed, admitted = _active_children(
-        job, request, plan, config, names, creating=creating, replacing=replacing
-    )
+    record_child = found[1]
+    listed, admitted = _active_children(job, request, plan, config, names, creating=creating)
     listed.extend(_claim(job, request))
     if plan.fresh is not None:
         listed.append(runs.record_config_map(job, plan.fresh))
@@ -264,12 +248,12 @@ def _run_children(
     if plan.fresh is not None or plan.waits is not None:
         # The run's pods of slots the spec no longer has go with the rest of the run.
         listed.extend(_echoed(request, plan.extra))
-    if keeps_old:
+    if plan.keeps_old:
         listed.extend(_echoed(request, plan.old))
     else:
         # In place, the older run's running pods restart where they are.
         listed.extend(_echoed(request, plan.movable))
-    if keeps_old or runs.restarts_in_place(job.spec):
+    if plan.keeps_old or runs.restarts_in_place(job.spec):
         # A pod that restarts in place reads the config of the run it was made in again.
         listed.extend(_older_configs(job, request, names.config))
     return listed, admitted
@@ -395,24 +379,23 @@ def _active_children(
     names: RunNames,
     *,
     creating: bool,
-    replacing: bool,
 ) -> tuple[list[dict[str, Any]], bool]:
     """Pods kept or created per slot, a Service per slot, the ConfigMap, the PodGroup; what does
     not exist yet is made only when `creating` (no restart step is waiting to be seen); and
     whether new pods are admitted.
 
-    While `replacing` (between runs: no pod of the current run observed, no older one to
-    keep), a config ConfigMap, PodGroup or Service that differs from what the run needs is left
-    out, so Metacontroller deletes it (children are never updated in place), and no pod is made
-    until it is listed again, new: a resized job's run reads its new cluster, waits as a gang
-    of its new size, and its Services select only its own pods (docs/restarts.md#resizing).
-    While the run has pods they stay as they are."""
+    While the plan is `replacing` (between runs: no pod of the current run observed, no older
+    one to keep), a config ConfigMap, PodGroup or Service that differs from what the run needs
+    is left out, so Metacontroller deletes it (children are never updated in place), and no pod
+    is made until it is listed again, new: a resized job's run reads its new cluster, waits as a
+    gang of its new size, and its Services select only its own pods
+    (docs/restarts.md#resizing). While the run has pods they stay as they are."""
     run = plan.plans[0].run if plan.plans else 0
     pods, services = PodMaker(job, names), ServiceMaker(job, run, names)
     shared = _shared(job, services, config)
     wanted = [services.service(p.slot) for p in plan.plans]
     desired = [*shared, *(s for s in wanted if s is not None)]
-    left_out = _left_out(job, request, desired, creating=creating, replacing=replacing)
+    left_out = _left_out(job, request, desired, creating=creating, replacing=plan.replacing)
     replaced = any(reason == _STALE for reason in left_out.values())
     admit = creating and not replaced and gang.admits_new_pods(job.gang, request.pod_group)
     # Only a pod made while its run has pods may register with a ps-lite Scheduler that has
