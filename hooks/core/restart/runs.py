@@ -32,7 +32,13 @@ from hooks.core.failure_policy import Action
 from hooks.core.fields import parsed_json
 from hooks.core.job import Job
 from hooks.core.labels import job_labels
-from hooks.core.naming import Slot, config_map_name, run_from_record_name, run_record_name
+from hooks.core.naming import (
+    RunNames,
+    Slot,
+    config_map_name,
+    run_from_record_name,
+    run_record_name,
+)
 from hooks.core.observed import FINISHED_PHASES, ObservedPod, PodPhase, judged_deleted
 from hooks.core.previous import PreviousStatus
 from hooks.core.restart import resize, stall
@@ -341,6 +347,21 @@ def group_run(record: RunRecord | None, run: int) -> int:
     return record.group
 
 
+def run_names(
+    job: Job,
+    record: RunRecord | None,
+    pods: dict[Slot, list[ObservedPod]],
+    config_maps: dict[str, ConfigMap],
+) -> RunNames:
+    """The names the pods of the newest observed run reach (resize.run_names): this version's,
+    or those of a run an earlier version began; and the pod group of the run they joined."""
+    run = current_run(record, pods)
+    shared = record is not None and record.run == run and not record.own_config
+    names = resize.run_names(job, run, shared_config=shared, config_maps=config_maps)
+    group = group_run(record, run)
+    return names if group == run else replace(names, group=group)
+
+
 def _of_the_run(plans: list[SlotPlan], extra: list[ObservedPod]) -> list[ObservedPod]:
     """Every observed pod of the run: its slots' and those of slots the spec no longer has."""
     return [p for q in plans for p in (*q.keep, q.current) if p] + extra
@@ -440,9 +461,11 @@ class RunPlan:
     waits: resize.EditWait | None = None
     #: The run's stall, judged once here: restarted with the run, or failed by the outcome.
     stalled: stall.Stall | None = None
-    #: Whether the run's new pods may be made: no edit waits to restart it, no older pod may
-    #: still run, and a restart under way shows its creating step (`may_create_run`). Read
-    #: from the parent status by plan_run; until then nothing is made.
+    #: Whether the run's new pods may be made: no edit waits to restart it (a pod would be made
+    #: from the edited spec, not from the cluster its run started with:
+    #: docs/restarts.md#edits-in-a-row), no older pod may still run, and a restart under way
+    #: shows its creating step (`may_create_run`). Read from the parent status by plan_run;
+    #: until then nothing is made.
     creating: bool = False
     #: Whether the older run's pods stay listed: until the new run is observed or the parent
     #: status shows the deleting step (`may_delete_old_run`). Read from the parent status by
