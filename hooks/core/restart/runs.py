@@ -468,8 +468,8 @@ class RunPlan:
     #: until then nothing is made.
     creating: bool = False
     #: Whether the older run's pods stay listed: until the new run is observed or the parent
-    #: status shows the deleting step (`may_delete_old_run`). Read from the parent status by
-    #: plan_run; until then nothing is deleted.
+    #: status shows the deleting or the creating step (`may_delete_old_run`). Read from the
+    #: parent status by plan_run; until then nothing is deleted.
     keeps_old: bool = True
 
     @property
@@ -478,10 +478,10 @@ class RunPlan:
 
     @property
     def replacing(self) -> bool:
-        """Between runs, once the parent status shows the restart past its record (as for
-        deleting the older run's pods: docs/run-policy.md#stale-cache-safety), or with no
-        restart at all: a child the run needs different is made again
-        (docs/restarts.md#resizing)."""
+        """Whether a config ConfigMap, PodGroup or Service that differs from what the run
+        needs is made again (docs/restarts.md#resizing): between runs, once the parent status
+        shows the restart past its record (as for deleting the older run's pods:
+        docs/run-policy.md#stale-cache-safety), or with no restart at all."""
         return self.between_runs and (self.restart is None or not self.keeps_old)
 
     @property
