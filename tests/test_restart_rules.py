@@ -1,9 +1,12 @@
 """Table tests for the rules of docs/status.md, docs/restarts.md behind the fixtures: restart scope
 by role, the run
-record, disruptions, the name-length reserve and successPolicy."""
+record, the gates a run's plan opens, disruptions, the name-length reserve and successPolicy."""
 
+from dataclasses import replace
+from datetime import datetime, timedelta
 from typing import Any
 
+import msgspec
 import pytest
 
 from hooks.core.api import ReplicaType, RestartPolicy
@@ -11,19 +14,24 @@ from hooks.core.children import ConfigMap, decode_child
 from hooks.core.failure_policy import Action, judge
 from hooks.core.job import Job
 from hooks.core.naming import Slot, run_from_record_name, run_record_name
-from hooks.core.observed import judged_deleted
+from hooks.core.observed import ObservedPod, judged_deleted
 from hooks.core.outcome import deciding_types
+from hooks.core.previous import PreviousStatus, read_previous
 from hooks.core.restart.runs import (
+    RunRecord,
     Step,
     current_run,
     decide_restart,
     observed_record,
+    plan_run,
     record_config_map,
 )
 from hooks.core.restart.slots import RunStart, plan_slot
 from hooks.core.spec import load
 from hooks.core.validation import validate
 from tests.builders import (
+    NOW,
+    T0,
     cluster_after,
     disrupted,
     mxjob,
@@ -153,6 +161,91 @@ def test_a_run_record_says_what_its_run_reads_back(
     )
     read, _ = observed_record(job, {child.metadata.name: child})
     assert read is not None and (read.edits, read.own_config) == (edits, own_config)
+
+
+#: The record of run 1, a restart of run 0 (the pods of `_observed`).
+RUN_1 = RunRecord(
+    run=1,
+    attempt=1,
+    restarts_before={},
+    cause="MXJob mnist is restarting the whole job: a test",
+    moment=None,
+)
+
+#: Run 1 as an edit started it, and a moment before it has run its wait (30 s from its pods'
+#: creation, T0 + 30 s: hooks/core/restart/resize.py's `edit_waits`).
+EDITED, SOON = replace(RUN_1, edits=1), T0 + timedelta(seconds=45)
+
+
+def _observed(state: str) -> dict[Slot, list[ObservedPod]]:
+    """The job's pods: none, run 0's running, with its Server failed, or run 1's running."""
+    replicas = with_policy(TRAIN, "ExitCode")
+    pods = {n: running(p) for n, p in first_pods(replicas).items()} if state != "none" else {}
+    if state == "server failed":
+        pods["mnist-server-0"] = terminated(pods["mnist-server-0"], 137)
+    found: dict[Slot, list[ObservedPod]] = {}
+    for pod in pods.values():
+        seen = observe("mnist", pod)
+        assert seen is not None
+        if state == "run 1":
+            seen = msgspec.structs.replace(seen, run=1, attempt=1)
+        found[seen.slot] = [seen]
+    return found
+
+
+def _shown(step: Step | None) -> PreviousStatus:
+    """A parent status showing the step of run 1's restart (None: no restart)."""
+    if step is None:
+        return PreviousStatus()
+    message = RUN_1.message(step)
+    return read_previous(
+        {"conditions": [{"type": "Restarting", "status": "True", "message": message}]}
+    )
+
+
+@pytest.mark.parametrize(
+    ("pods", "record", "step", "resized", "now", "gates"),
+    [
+        ("none", None, None, None, NOW, (True, True, True)),
+        ("run 0", None, None, None, NOW, (True, False, False)),
+        ("server failed", None, None, None, NOW, (False, False, False)),
+        ("run 0", RUN_1, None, None, NOW, (False, True, False)),
+        ("run 0", RUN_1, Step.RECORDING, None, NOW, (False, True, False)),
+        ("run 0", RUN_1, Step.DELETING, None, NOW, (False, False, True)),
+        ("none", RUN_1, Step.RECORDING, None, NOW, (False, True, False)),
+        ("none", RUN_1, Step.DELETING, None, NOW, (False, False, True)),
+        ("none", RUN_1, Step.CREATING, None, NOW, (True, False, True)),
+        ("run 1", EDITED, None, None, SOON, (True, False, False)),
+        ("run 1", EDITED, None, "resized from 2 to 3 Workers", SOON, (False, False, False)),
+    ],
+    ids=[
+        "a new job: everything made, children made for another spec replaced",
+        "a running run: its missing pods made",
+        "a restart decided now: nothing made until its creating step is shown",
+        "the record observed, the parent status stale: the older pods stay",
+        "the record observed, the recording step shown: the older pods stay",
+        "the deleting step shown: the older pods go, the run's children are replaced",
+        "older pods gone, only the recording step shown: nothing made, nothing replaced",
+        "older pods gone, the deleting step shown: nothing made yet",
+        "the creating step shown: the new run is made",
+        "a run edits started, not edited",
+        "an edit waits for the run's wait: nothing made",
+    ],
+)
+def test_a_run_plan_reads_its_gates_in_the_parent_status(
+    pods: str,
+    record: RunRecord | None,
+    step: Step | None,
+    resized: str | None,
+    now: datetime,
+    gates: tuple[bool, bool, bool],
+) -> None:
+    """What a sync may make, keep and replace (docs/restarts.md#whole-job-restarts): each step of
+    a restart is taken only once the parent status shows the one before
+    (docs/run-policy.md#stale-cache-safety), and an edit that waits makes nothing."""
+    job = job_of(with_policy(TRAIN, "ExitCode"))
+    plan = plan_run(job, _observed(pods), record, now, _shown(step), resized=resized)
+    assert (plan.creating, plan.keeps_old, plan.replacing) == gates
 
 
 @pytest.mark.parametrize(

@@ -252,7 +252,7 @@ _S = TypeVar("_S", ServiceSpec, GroupSpec)
 
 def spec_of(child: Child, shape: type[_S]) -> _S | None:
     """A child's spec read into `shape`, or None when it has none of that shape: only compared
-    between runs (hooks/core/sync.py), never a reason to refuse a request."""
+    between runs (hooks/core/desired.py), never a reason to refuse a request."""
     if isinstance(child.spec, UnsetType):
         return None
     try:

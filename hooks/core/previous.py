@@ -1,5 +1,6 @@
-"""The status the last sync wrote, read once: what the hook carries forward and the steps a
-restart waits to see (docs/status.md, docs/run-policy.md).
+"""The status the last sync wrote, and the one a finished job's result record keeps, each read
+once: what the hook carries forward and the steps a restart waits to see (docs/status.md,
+docs/run-policy.md).
 
 Metacontroller sends the parent as its cache holds it, so the status may be stale, and nothing
 but the hook should write it; one the hook cannot read is treated like a stale cache: rebuilt
@@ -13,7 +14,13 @@ from typing import Any
 
 from hooks.core import conditions as cond
 from hooks.core.api import TERMINAL, ConditionStatus, ConditionType
+from hooks.core.children import ConfigMap
+from hooks.core.fields import parsed_json
 from hooks.core.timestamps import parse_time
+
+#: The result record's key holding the finished job's status (written by
+#: hooks/core/build/configmaps.py's `desired_result`).
+RESULT_KEY = "status"
 
 
 @dataclass(frozen=True)
@@ -82,3 +89,10 @@ def read_previous(status: object) -> PreviousStatus:
         conditions=cond.clean(status.get("conditions")),
         start=parse_time(status.get("startTime")),
     )
+
+
+def recorded_status(observed: ConfigMap | None) -> PreviousStatus | None:
+    """The terminal status kept in an observed result record, if it holds one."""
+    text = (observed.data or {}).get(RESULT_KEY) if observed is not None else None
+    status = parsed_json(text)
+    return read_previous(status) if isinstance(status, dict) else None

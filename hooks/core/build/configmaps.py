@@ -7,18 +7,14 @@ but an old parent status restores the final status instead of starting the job a
 """
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from hooks.core.build.env import config_map_data
-from hooks.core.children import ConfigMap
-from hooks.core.fields import parsed_json
 from hooks.core.job import Job
 from hooks.core.labels import job_labels
 from hooks.core.naming import RunNames, result_name
-from hooks.core.previous import PreviousStatus, read_previous
-from hooks.core.status import JobStatus
-
-RESULT_KEY = "status"
+from hooks.core.previous import RESULT_KEY
 
 
 def _config_map(job: Job, name: str, data: dict[str, str]) -> dict[str, Any]:
@@ -39,14 +35,8 @@ def desired_config(job: Job, names: RunNames | None = None) -> dict[str, Any]:
     return _config_map(job, names.config, config_map_data(job.name, job.spec, names.subdomain))
 
 
-def desired_result(job: Job, status: JobStatus) -> dict[str, Any]:
-    """The record of the terminal status."""
+def desired_result(job: Job, status: Mapping[str, object]) -> dict[str, Any]:
+    """The record of the terminal status (a JobStatus, hooks/core/status.py; read back by
+    hooks/core/previous.py's `recorded_status`)."""
     body = json.dumps(status, separators=(",", ":"), sort_keys=True)
     return _config_map(job, result_name(job.name), {RESULT_KEY: body})
-
-
-def recorded_status(observed: ConfigMap | None) -> PreviousStatus | None:
-    """The terminal status kept in an observed result record, if it holds one."""
-    text = (observed.data or {}).get(RESULT_KEY) if observed is not None else None
-    status = parsed_json(text)
-    return read_previous(status) if isinstance(status, dict) else None

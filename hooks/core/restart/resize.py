@@ -6,7 +6,7 @@ ps-lite fixes a job's membership when its processes start (`DMLC_NUM_WORKER`,
 ports or addresses (`serviceMode`) can only go on by restarting every process at the new size.
 Each run has its own config ConfigMap (naming.config_map_name), immutable and never updated
 (`updateStrategy: OnDelete`), so while the run lives it says what the run started with; a run's
-config made for another spec is replaced before the run has pods (hooks/core/sync.py).
+config made for another spec is replaced before the run has pods (hooks/core/desired.py).
 
 Such restarts are not counted toward backoffLimit, so edits in a row are spaced instead
 (`edit_waits`, docs/restarts.md#edits-in-a-row): two writers flipping a replica count restart

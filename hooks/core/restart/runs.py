@@ -32,7 +32,13 @@ from hooks.core.failure_policy import Action
 from hooks.core.fields import parsed_json
 from hooks.core.job import Job
 from hooks.core.labels import job_labels
-from hooks.core.naming import Slot, config_map_name, run_from_record_name, run_record_name
+from hooks.core.naming import (
+    RunNames,
+    Slot,
+    config_map_name,
+    run_from_record_name,
+    run_record_name,
+)
 from hooks.core.observed import FINISHED_PHASES, ObservedPod, PodPhase, judged_deleted
 from hooks.core.previous import PreviousStatus
 from hooks.core.restart import resize, stall
@@ -341,6 +347,21 @@ def group_run(record: RunRecord | None, run: int) -> int:
     return record.group
 
 
+def run_names(
+    job: Job,
+    record: RunRecord | None,
+    pods: dict[Slot, list[ObservedPod]],
+    config_maps: dict[str, ConfigMap],
+) -> RunNames:
+    """The names the pods of the newest observed run reach (resize.run_names): this version's,
+    or those of a run an earlier version began; and the pod group of the run they joined."""
+    run = current_run(record, pods)
+    shared = record is not None and record.run == run and not record.own_config
+    names = resize.run_names(job, run, shared_config=shared, config_maps=config_maps)
+    group = group_run(record, run)
+    return names if group == run else replace(names, group=group)
+
+
 def _of_the_run(plans: list[SlotPlan], extra: list[ObservedPod]) -> list[ObservedPod]:
     """Every observed pod of the run: its slots' and those of slots the spec no longer has."""
     return [p for q in plans for p in (*q.keep, q.current) if p] + extra
@@ -427,7 +448,8 @@ def may_create_run(previous: PreviousStatus, restart: RunRecord | None, *, old: 
 class RunPlan:
     """The whole job on one sync: the current run's slot plans, older pods still observed, pods
     of the run whose slots the spec no longer has, the whole-job restart decided now (`fresh`)
-    or under way (`restart`) at its `step`, and an edit that waits to restart the run."""
+    or under way (`restart`) at its `step`, an edit that waits to restart the run, and the
+    gates the parent status opens: `creating`, `keeps_old`, `replacing`."""
 
     plans: list[SlotPlan]
     old: list[ObservedPod]
@@ -439,10 +461,28 @@ class RunPlan:
     waits: resize.EditWait | None = None
     #: The run's stall, judged once here: restarted with the run, or failed by the outcome.
     stalled: stall.Stall | None = None
+    #: Whether the run's new pods may be made: no edit waits to restart it (a pod would be made
+    #: from the edited spec, not from the cluster its run started with:
+    #: docs/restarts.md#edits-in-a-row), no older pod may still run, and a restart under way
+    #: shows its creating step (`may_create_run`). Read from the parent status by plan_run;
+    #: until then nothing is made.
+    creating: bool = False
+    #: Whether the older run's pods stay listed: until the new run is observed or the parent
+    #: status shows the deleting or the creating step (`may_delete_old_run`). Read from the
+    #: parent status by plan_run; until then nothing is deleted.
+    keeps_old: bool = True
 
     @property
     def old_alive(self) -> bool:
         return _alive(self.old)
+
+    @property
+    def replacing(self) -> bool:
+        """Whether a config ConfigMap, PodGroup or Service that differs from what the run
+        needs is made again (docs/restarts.md#resizing): between runs, once the parent status
+        shows the restart past its record (as for deleting the older run's pods:
+        docs/run-policy.md#stale-cache-safety), or with no restart at all."""
+        return self.between_runs and (self.restart is None or not self.keeps_old)
 
     @property
     def between_runs(self) -> bool:
@@ -494,18 +534,36 @@ def plan_run(
     observed: dict[Slot, list[ObservedPod]],
     record: RunRecord | None,
     now: datetime,
+    previous: PreviousStatus,
     *,
-    own_until: datetime | None = None,
     resized: str | None = None,
 ) -> RunPlan:
-    """Plan every slot within the newest observed run, and decide or continue its restart.
+    """Plan every slot within the newest observed run, decide or continue its restart, and
+    read its gates (`creating`, `keeps_old`) in the `previous` parent status.
 
     `now` tells only which pods are lost with their node: those count as failed, and an older
     run's lost pods as gone (docs/restarts.md, "Lost nodes"). A pod of the run deleted after
-    `own_until` (the job's own suspension deleted its pods until then) was deleted by someone
-    else and is judged as failed at once. `resized` says how the spec's cluster differs from
-    the one the run started with (hooks/core/restart/resize.py): that restarts the whole job,
-    once the run has run the wait of edits in a row (compared with `now` too)."""
+    the job's own suspension (`previous.suspended_until`) was deleted by someone else and is
+    judged as failed at once. `resized` says how the spec's cluster differs from the one the
+    run started with (hooks/core/restart/resize.py): that restarts the whole job, once the run
+    has run the wait of edits in a row (compared with `now` too)."""
+    plan = _plan_run(job, observed, record, now, previous.suspended_until, resized)
+    return replace(
+        plan,
+        creating=plan.waits is None and may_create_run(previous, plan.restart, old=plan.old_alive),
+        keeps_old=not may_delete_old_run(previous, record, plan.plans),
+    )
+
+
+def _plan_run(
+    job: Job,
+    observed: dict[Slot, list[ObservedPod]],
+    record: RunRecord | None,
+    now: datetime,
+    own_until: datetime | None,
+    resized: str | None,
+) -> RunPlan:
+    """The run's slot plans and its restart, before its gates are read (`plan_run`)."""
     pods = {slot: [p.settled(now) for p in attempts] for slot, attempts in observed.items()}
     run = current_run(record, pods)
     pods = within_records(pods, run)
@@ -612,18 +670,17 @@ class InPlaceOrder(TypedDict):
     go: bool
 
 
-def in_place_order(
-    plan: RunPlan, record: RunRecord | None, previous: PreviousStatus, *, go: bool
-) -> InPlaceOrder | None:
+def in_place_order(plan: RunPlan, record: RunRecord | None, *, go: bool) -> InPlaceOrder | None:
     """The order of a restart in place under way: from the sync that sees its record (the
-    record is made first, as for any restart) until no pod of the run is held back any more;
-    `go` once the run's new pods are admitted (every older pod restarted, the step shown)."""
+    record is made first, as for any restart, and the older pods restart once they may go:
+    `keeps_old`) until no pod of the run is held back any more; `go` once the run's new pods
+    are admitted (every older pod restarted, the step shown)."""
     run = plan.plans[0].run if plan.plans else 0
     if record is None or not record.in_place or record.run != run or plan.fresh is not None:
         return None
     waiting = any(p.current is not None and p.current.held for p in plan.plans)
     if plan.restart is None and not waiting:
         return None
-    if not may_delete_old_run(previous, record, plan.plans):
+    if plan.keeps_old:
         return None
     return {"run": run, "go": go}
