@@ -5,6 +5,7 @@ PyPI projects, and two distributions that install one name break each other. The
 from this tree and installed into a fresh virtual environment (offline, without dependencies);
 what appears in its site-packages is read from the disk, not from our own packaging config."""
 
+import shutil
 import subprocess
 import sys
 import venv
@@ -31,10 +32,19 @@ def _top_level(site: Path) -> set[str]:
     return names
 
 
+def _source(into: Path) -> Path:
+    """A copy of what the build reads, so that building leaves no egg-info in the checkout."""
+    skip = shutil.ignore_patterns("__pycache__", "*.egg-info")
+    for folder in ("hooks", "mxjob"):
+        shutil.copytree(REPO / folder, into / folder, ignore=skip)
+    shutil.copy(REPO / "pyproject.toml", into / "pyproject.toml")
+    return into
+
+
 def test_installing_the_project_adds_only_hooks_and_mxjob(tmp_path: Path) -> None:
     subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
-         "--wheel-dir", str(tmp_path / "dist"), str(REPO)],
+         "--wheel-dir", str(tmp_path / "dist"), str(_source(tmp_path / "src"))],
         check=True,
     )  # fmt: skip
     (wheel,) = (tmp_path / "dist").glob("mxjob-*.whl")
