@@ -18,7 +18,7 @@ from typing import Any, Required, TypedDict, cast
 
 from hooks.core import budget, gang, placement, retention, status
 from hooks.core.api import CleanPodPolicy, Reason
-from hooks.core.build.claims import desired_claim
+from hooks.core.build.claims import claim_waits, desired_claim
 from hooks.core.build.configmaps import desired_config, desired_result, recorded_status
 from hooks.core.build.pods import PodMaker
 from hooks.core.build.services import ServiceMaker, same_service
@@ -37,7 +37,7 @@ from hooks.core.restart.slots import SlotPlan
 from hooks.core.spec import Problem, load
 from hooks.core.status import JobStatus
 from hooks.core.validation import validate
-from hooks.core.waiting import claim_waits, waiting_for
+from hooks.core.waiting import waiting_for
 
 
 class SyncAnswer(TypedDict, total=False):

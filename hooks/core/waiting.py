@@ -1,8 +1,7 @@
 """What a job whose pods are not all placed waits for, in words for its status: its gang
 scheduler or its Kueue queue (docs/scheduling.md#while-a-job-waits)."""
 
-from hooks.core.checkpoint import claim_name
-from hooks.core.children import Claim, PodGroup
+from hooks.core.children import PodGroup
 from hooks.core.gang import PLUGINS_SCHEDULER, VOLCANO_SCHEDULER, Gang, admits_new_pods, min_member
 from hooks.core.job import Job
 from hooks.core.observed import FINISHED_PHASES, ObservedPod, quoted
@@ -15,23 +14,6 @@ def waiting_for(job: Job, group: PodGroup | None, pods: list[ObservedPod]) -> st
     """Why the job's current pods are not all bound yet, if its queue or its gang scheduler
     holds them."""
     return _queued(job, pods) or _gang(job, group, pods)
-
-
-def claim_waits(job: Job, claim: Claim | None) -> str | None:
-    """Why the job's pods wait for its checkpoint claim, if they do: it is not there yet (no
-    pod is made before it, so none can mount a claim of that name that is not the job's), or
-    it has lost its volume."""
-    if job.spec.checkpoint is None and claim is None:
-        return None
-    name = claim_name(job.name)
-    if claim is None:
-        return (
-            f"waiting for its checkpoint claim {name} to be made (if it is not, a claim of "
-            "that name that is not this job's, or a quota, stops it: Metacontroller's log says)"
-        )
-    if claim.status.phase == "Lost":
-        return f"its checkpoint claim {name} has lost its volume (phase Lost)"
-    return None
 
 
 def _queued(job: Job, pods: list[ObservedPod]) -> str | None:
