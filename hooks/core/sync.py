@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Required, TypedDict, cast
 
-from hooks.core import budget, gang, placement, retention, status
+from hooks.core import budget, retention, status
 from hooks.core.api import CleanPodPolicy, Reason
 from hooks.core.build.claims import claim_waits, desired_claim
 from hooks.core.build.configmaps import desired_config, desired_result, recorded_status
@@ -37,7 +37,6 @@ from hooks.core.restart.slots import SlotPlan
 from hooks.core.spec import Problem, load
 from hooks.core.status import JobStatus
 from hooks.core.validation import validate
-from hooks.core.waiting import waiting_for
 
 
 class SyncAnswer(TypedDict, total=False):
@@ -96,10 +95,7 @@ def sync(
 def _read_job(request: SyncRequest) -> tuple[Job | None, list[Problem]]:
     """The job of a valid spec, or None and the problems."""
     spec, problems = load(request.parent.get("spec"))
-    if spec is not None:
-        problems = validate(request.name, spec)
-        problems += placement.problems(spec, request.gang, request.queue)
-    if spec is None or problems:
+    if spec is None:
         return None, problems
     job = Job(
         name=request.name,
@@ -110,7 +106,8 @@ def _read_job(request: SyncRequest) -> tuple[Job | None, list[Problem]]:
         spec_changed=request.spec_changed,
         queue=request.queue,
     )
-    return job, []
+    problems = validate(request.name, spec) + job.scheduling.problems(spec)
+    return (None, problems) if problems else (job, [])
 
 
 def _over_budget(job: Job, request: SyncRequest, words: str) -> SyncResponse:
@@ -205,7 +202,9 @@ def _active(job: Job, request: SyncRequest, now: datetime, room: int | None) -> 
         resized=resize.change(job, observed_config, config["data"]),
     )
     start = status.start_time(previous, pods, queued=job.queue is not None)
-    waits = claim_waits(job, request.claim) or waiting_for(job, request.pod_group, _current(plan))
+    waits = claim_waits(job, request.claim) or job.scheduling.waits(
+        job.name, job.spec, request.pod_group, _current(plan)
+    )
     outcome = decide(job, plan, start, now, waits)
     last = last_failure(status.carried_failure(job.name, previous), pods)
     new_status = status.active_status(job, previous, plan.plans, outcome, start, last)
@@ -414,7 +413,7 @@ def _active_children(
     desired = [*shared, *(s for s in wanted if s is not None)]
     left_out = _left_out(job, request, desired, creating=creating, replacing=replacing)
     replaced = any(reason == _STALE for reason in left_out.values())
-    admit = creating and not replaced and gang.admits_new_pods(job.gang, request.pod_group)
+    admit = creating and not replaced and job.scheduling.admits_new_pods(request.pod_group)
     # Only a pod made while its run has pods may register with a ps-lite Scheduler that has
     # started the job; the run's first pods never can (docs/restarts.md#rejoining-ps-lite).
     waits = not plan.between_runs
@@ -444,8 +443,9 @@ def _shared(job: Job, services: ServiceMaker, config: dict[str, Any]) -> list[di
     """The run's children that belong to no slot: the config ConfigMap, the gang's PodGroup
     and, with one Service per job, that Service."""
     shared: list[dict[str, Any]] = [config]
-    if job.gang is not None:
-        shared.append(gang.pod_group(job.gang, job.name, job.namespace, job.spec))
+    group = job.scheduling.group(job.name, job.namespace, job.spec)
+    if group is not None:
+        shared.append(group)
     job_service = services.job_service()
     if job_service is not None:
         shared.append(job_service)
@@ -486,17 +486,17 @@ def _left_out(
         if seen is None:
             if not creating:
                 found[kind, name] = _NOT_YET
-        elif replacing and not _same(child, seen):
+        elif replacing and not _same(job, child, seen):
             found[kind, name] = _STALE
     return found
 
 
-def _same(desired: dict[str, Any], observed: Child) -> bool:
+def _same(job: Job, desired: dict[str, Any], observed: Child) -> bool:
     """Whether an observed config ConfigMap, PodGroup or Service is what the run needs."""
     if isinstance(observed, ConfigMap):
         return bool(observed.data == desired["data"])
     if isinstance(observed, PodGroup):
-        return gang.same_group(desired, observed)
+        return job.scheduling.same_group(desired, observed)
     return same_service(desired, observed)
 
 
