@@ -26,7 +26,7 @@ from flask.testing import FlaskClient
 from hooks import app
 from hooks.core.api import CleanPodPolicy, JobMode, ReplicaType, RestartPolicy
 from hooks.core.conversion.schema import schema_errors, to_json_schema
-from hooks.core.gang import Gang, detect
+from hooks.core.scheduling.pick import Gang, detect
 from mxjob.certs import __main__ as certs_main
 from tests import golden, keeper_api
 from tests.conversion_cases import FIXTURES, OLD_EXAMPLES

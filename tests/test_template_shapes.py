@@ -46,7 +46,7 @@ FULL_TEMPLATE: Json = {
 }
 MXNET: Path = ("spec", "containers", 0)
 INIT: Path = ("spec", "initContainers", 0)
-#: Where in a template the hook reads (hooks/core/spec.py, pods.py, env.py, rejoin.py, gang.py,
+#: Where in a template the hook reads (hooks/core/spec.py, pods.py, env.py, rejoin.py, scheduling/,
 #: services.py).
 READ: tuple[Path, ...] = (
     (),

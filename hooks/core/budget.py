@@ -28,7 +28,6 @@ from hooks.core.build.services import ServiceMaker
 from hooks.core.conditions import HELD_END
 from hooks.core.failure_policy import Action
 from hooks.core.fields import dig, dig_list
-from hooks.core.gang import pod_group
 from hooks.core.job import Job
 from hooks.core.naming import Slot
 from hooks.core.restart.rejoin import through_ps_lite
@@ -70,15 +69,16 @@ def estimate(job: Job) -> dict[str, int]:
     """Bytes of the answer, per replica type (one encoded pod and Service, times its replicas,
     the last index and a replacement's annotations included), of the failed pods replaced slots
     keep beside their replacements (`REPLACED`), and of the `status`, the config `ConfigMap`,
-    the `PodGroup` and the job's one Service (`serviceMode: PerJob`, whose replicas have no
-    Service of their own)."""
+    the gang's group (a `PodGroup`) and the job's one Service (`serviceMode: PerJob`, whose
+    replicas have no Service of their own)."""
     pods, services = PodMaker(job), ServiceMaker(job)
     sizes = {"status": STATUS, "ConfigMap": _size(desired_config(job)), REPLACED: 0}
     shared = services.job_service()
     if shared is not None:
         sizes["Service"] = _size(shared)
-    if job.gang is not None:
-        sizes["PodGroup"] = _size(pod_group(job.gang, job.name, job.namespace, job.spec))
+    group = job.scheduling.group(job.name, job.namespace, job.spec)
+    if group is not None:
+        sizes[str(group["kind"])] = _size(group)
     for rtype, replica in job.spec.replicas.items():
         if replica.replicas:
             slot = Slot(rtype, replica.replicas - 1)

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from hooks.core import budget, gang, retention
+from hooks.core import budget, retention
 from hooks.core.api import CleanPodPolicy
 from hooks.core.build.claims import desired_claim
 from hooks.core.build.configmaps import desired_config
@@ -215,9 +215,9 @@ def _active_children(
     shared = _shared(job, services, config)
     wanted = [services.service(p.slot) for p in plan.plans]
     desired = [*shared, *(s for s in wanted if s is not None)]
-    left_out = _left_out(request, desired, creating=creating, replacing=plan.replacing)
+    left_out = _left_out(job, request, desired, creating=creating, replacing=plan.replacing)
     replaced = any(reason == _STALE for reason in left_out.values())
-    admit = creating and not replaced and gang.admits_new_pods(job.gang, request.pod_group)
+    admit = creating and not replaced and job.scheduling.admits_new_pods(request.pod_group)
     # Only a pod made while its run has pods may register with a ps-lite Scheduler that has
     # started the job; the run's first pods never can (docs/restarts.md#rejoining-ps-lite).
     waits = not plan.between_runs
@@ -247,8 +247,9 @@ def _shared(job: Job, services: ServiceMaker, config: dict[str, Any]) -> list[di
     """The run's children that belong to no slot: the config ConfigMap, the gang's PodGroup
     and, with one Service per job, that Service."""
     shared: list[dict[str, Any]] = [config]
-    if job.gang is not None:
-        shared.append(gang.pod_group(job.gang, job.name, job.namespace, job.spec))
+    group = job.scheduling.group(job.name, job.namespace, job.spec)
+    if group is not None:
+        shared.append(group)
     job_service = services.job_service()
     if job_service is not None:
         shared.append(job_service)
@@ -264,6 +265,7 @@ def _key(child: dict[str, Any]) -> Key:
 
 
 def _left_out(
+    job: Job,
     request: SyncRequest,
     desired: list[dict[str, Any]],
     *,
@@ -289,17 +291,17 @@ def _left_out(
         if seen is None:
             if not creating:
                 found[kind, name] = _NOT_YET
-        elif replacing and not _same(child, seen):
+        elif replacing and not _same(job, child, seen):
             found[kind, name] = _STALE
     return found
 
 
-def _same(desired: dict[str, Any], observed: Child) -> bool:
+def _same(job: Job, desired: dict[str, Any], observed: Child) -> bool:
     """Whether an observed config ConfigMap, PodGroup or Service is what the run needs."""
     if isinstance(observed, ConfigMap):
         return bool(observed.data == desired["data"])
     if isinstance(observed, PodGroup):
-        return gang.same_group(desired, observed)
+        return job.scheduling.same_group(desired, observed)
     return same_service(desired, observed)
 
 

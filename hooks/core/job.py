@@ -3,11 +3,12 @@ queued."""
 
 from dataclasses import dataclass
 from datetime import datetime
+from functools import cached_property
 
 from hooks.core.api import ServiceMode
-from hooks.core.gang import Gang
 from hooks.core.naming import RunNames, Slot, run_names
-from hooks.core.queueing import Queue
+from hooks.core.scheduling.kueue import Queue
+from hooks.core.scheduling.pick import Gang, Scheduling, pick
 from hooks.core.spec import JobSpec
 
 
@@ -23,6 +24,13 @@ class Job:
     spec_changed: datetime | None
     #: The Kueue queue its pods are admitted through, if the job names one.
     queue: Queue | None = None
+
+    @cached_property
+    def scheduling(self) -> Scheduling:
+        """Its schedulers, picked once: the install's gang scheduler (or the default one) and
+        its Kueue queue, which the core asks for its group, its pods' marks, its problems and
+        why it waits (hooks/core/scheduling)."""
+        return pick(self.gang, self.queue)
 
     def slots(self) -> list[Slot]:
         """Every replica of the job, in canonical type order then index."""

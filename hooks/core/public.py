@@ -30,7 +30,6 @@ from hooks.core.checkpoint import RETAIN_FINALIZER, RETAINED_FROM, claim_name, r
 from hooks.core.conversion.review import convert
 from hooks.core.conversion.versions import V1, UnconvertibleError
 from hooks.core.fields import dig, dig_dict, dig_list
-from hooks.core.gang import Gang
 from hooks.core.job import Job
 from hooks.core.labels import LABEL_RUN
 from hooks.core.naming import parse_pod_name
@@ -44,6 +43,7 @@ from hooks.core.progress import (
 )
 from hooks.core.quoting import clean, unsafe
 from hooks.core.request import parse_request
+from hooks.core.scheduling.pick import Gang
 from hooks.core.spec import JobSpec, Problem, load
 from hooks.core.sync import sync
 from hooks.core.timestamps import earliest, format_time, latest, parse_time

@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, cast
 
-from hooks.core import gang
 from hooks.core.api import OWN_MANAGERS
 from hooks.core.checkpoint import claim_name
 from hooks.core.children import (
@@ -30,11 +29,11 @@ from hooks.core.children import (
     decode_group,
 )
 from hooks.core.fields import dig, dig_list, too_deep
-from hooks.core.gang import Gang
 from hooks.core.naming import Slot
 from hooks.core.observed import ObservedPod, pods_by_slot
 from hooks.core.previous import PreviousStatus, read_previous
-from hooks.core.queueing import Queue, read_queue
+from hooks.core.scheduling.kueue import Queue, read_queue
+from hooks.core.scheduling.pick import Gang, detect
 from hooks.core.timestamps import latest, parse_time
 
 POD = "Pod.v1"
@@ -48,8 +47,7 @@ KINDS: dict[str, type[Child]] = {
     SERVICE: Child,
     CONFIG_MAP: ConfigMap,
     CLAIM: Claim,
-    Gang.VOLCANO.value: PodGroup,
-    Gang.SCHEDULER_PLUGINS.value: PodGroup,
+    **{gang.value: PodGroup for gang in Gang},
 }
 #: Members of the groups of one request, as decoded: by member key, not yet by name.
 Groups = dict[str, dict[str, Child]]
@@ -73,7 +71,7 @@ class SyncRequest:
     previous: PreviousStatus
     #: The job's pods by slot, oldest attempt first; pods of names it never gives left out.
     pods: dict[Slot, list[ObservedPod]]
-    #: The gang scheduler whose PodGroups the controller manages, if any.
+    #: The gang scheduler whose group kind the controller manages, if any.
     gang: Gang | None
     #: When the job was created, and when its spec last changed (its creation if never).
     created: datetime | None
@@ -167,8 +165,8 @@ def _read(parent: dict[str, Any], controller: dict[str, Any], groups: Groups) ->
     # treated like a stale cache: rebuilt from the children, never a reason to refuse.
     status = parent.get("status")
     created = parse_time(dig(parent, "metadata", "creationTimestamp"))
-    scheduler, queue = gang.detect(controller, list(children)), read_queue(parent)
-    placed = scheduler is not None or queue is not None  # what waiting_for reads of each pod
+    scheduler, queue = detect(controller, list(children)), read_queue(parent)
+    placed = scheduler is not None or queue is not None  # what the schedulers read of each pod
     try:
         pods = pods_by_slot(name, cast(dict[str, Pod], children.get(POD, {})), placement=placed)
     except ChildError as exc:

@@ -17,8 +17,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Required, TypedDict, cast
 
-from hooks.core import budget, desired, placement, retention, status
+from hooks.core import budget, desired, retention, status
 from hooks.core.api import CleanPodPolicy, Reason
+from hooks.core.build.claims import claim_waits
 from hooks.core.build.configmaps import desired_config, desired_result
 from hooks.core.failure_policy import start_deadline
 from hooks.core.failures import last_failure
@@ -32,7 +33,6 @@ from hooks.core.restart import resize, runs, stall
 from hooks.core.spec import Problem, load
 from hooks.core.status import JobStatus
 from hooks.core.validation import validate
-from hooks.core.waiting import claim_waits, waiting_for
 
 
 class SyncAnswer(TypedDict, total=False):
@@ -91,10 +91,7 @@ def sync(
 def _read_job(request: SyncRequest) -> tuple[Job | None, list[Problem]]:
     """The job of a valid spec, or None and the problems."""
     spec, problems = load(request.parent.get("spec"))
-    if spec is not None:
-        problems = validate(request.name, spec)
-        problems += placement.problems(spec, request.gang, request.queue)
-    if spec is None or problems:
+    if spec is None:
         return None, problems
     job = Job(
         name=request.name,
@@ -105,7 +102,8 @@ def _read_job(request: SyncRequest) -> tuple[Job | None, list[Problem]]:
         spec_changed=request.spec_changed,
         queue=request.queue,
     )
-    return job, []
+    problems = validate(request.name, spec) + job.scheduling.problems(spec)
+    return (None, problems) if problems else (job, [])
 
 
 def _over_budget(job: Job, request: SyncRequest, words: str) -> SyncResponse:
@@ -192,7 +190,9 @@ def _active(job: Job, request: SyncRequest, now: datetime, room: int | None) -> 
     resized = resize.change(job, request.config_maps.get(names.config), config["data"])
     plan = runs.plan_run(job, pods, record, now, previous, resized=resized)
     start = status.start_time(previous, pods, queued=job.queue is not None)
-    waits = claim_waits(job, request.claim) or waiting_for(job, request.pod_group, _current(plan))
+    waits = claim_waits(job, request.claim) or job.scheduling.waits(
+        job.name, job.spec, request.pod_group, _current(plan)
+    )
     outcome = decide(job, plan, start, now, waits)
     last = last_failure(status.carried_failure(job.name, previous), pods)
     new_status = status.active_status(job, previous, plan.plans, outcome, start, last)

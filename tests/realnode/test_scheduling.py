@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from hooks.core import quantity
-from hooks.core.gang import pod_requests
+from hooks.core.scheduling.shared import pod_requests
 from tests.e2e.conftest import REPO, wait_for
 from tests.e2e.test_kueue import QUEUE, queue_objects, workload, workload_condition
 from tests.realnode.conftest import WAITING, Node, mxjob, replica

@@ -7,26 +7,15 @@ from hooks.core.api import (
     ANNOTATION_ATTEMPT,
     ANNOTATION_RESTARTS,
     ANNOTATION_RUN,
-    LABEL_REPLICA_INDEX,
     MXNET_CONTAINER,
     ReplicaType,
 )
 from hooks.core.build.claims import mounted
 from hooks.core.build.env import ReplicaEnv
 from hooks.core.build.inplace import made_for, restarting_in_place
-from hooks.core.gang import (
-    PLUGINS_GROUP_LABEL,
-    PLUGINS_SCHEDULER,
-    VOLCANO_GROUP_ANNOTATION,
-    VOLCANO_SCHEDULER,
-    VOLCANO_TASK_ANNOTATION,
-    Gang,
-)
 from hooks.core.job import Job
 from hooks.core.labels import at_index, run_selector, slot_labels
 from hooks.core.naming import RunNames, Slot, attempt_name, slot_prefix
-from hooks.core.placement import kueue_annotations
-from hooks.core.queueing import group_metadata, queue_group
 from hooks.core.restart.rejoin import pod_restart_policy, wait_container
 from hooks.core.restart.runs import restarts_in_place
 
@@ -132,22 +121,14 @@ class PodMaker:
         subdomain = self._names.subdomain
         if subdomain is not None:
             spec["subdomain"] = subdomain
-        if job.gang is Gang.VOLCANO:
-            spec["schedulerName"] = VOLCANO_SCHEDULER
-            ours[VOLCANO_GROUP_ANNOTATION] = job.name
-            ours[VOLCANO_TASK_ANNOTATION] = rtype.short
-        elif job.gang is Gang.SCHEDULER_PLUGINS:
-            spec.setdefault("schedulerName", PLUGINS_SCHEDULER)
-            labels[PLUGINS_GROUP_LABEL] = job.name
-        if job.queue is not None:
-            queue_labels, queue_annotations = group_metadata(
-                job.queue,
-                queue_group(job.name, run if self._names.group is None else self._names.group),
-                job.spec.total_replicas,
-            )
-            labels.update(queue_labels)
-            ours.update(queue_annotations)
-            ours.update(kueue_annotations(job.spec, rtype, LABEL_REPLICA_INDEX))
+        # What its schedulers put on the pod (hooks/core/scheduling), in the group of its run or,
+        # for a run restarted in place, of the run it keeps the group of (RunNames.group).
+        group = run if self._names.group is None else self._names.group
+        marks = job.scheduling.marks(job.name, job.spec, rtype, group)
+        labels.update(marks.labels)
+        ours.update(marks.annotations)
+        spec.update(marks.spec)
+        spec.update({k: v for k, v in marks.defaults.items() if k not in spec})
         shape = _Shape(
             prefix=slot_prefix(job.name, rtype),
             labels=labels,

@@ -1,36 +1,94 @@
-"""Table tests for docs/scheduling.md#topology: which replica types are placed together, the
-Kueue PodSets and annotations they get, Volcano's networkTopology, and what is refused."""
+"""Table tests of the scheduling room (docs/scheduling.md): every scheduler meets the protocol,
+which schedulers a job has, the replica types a topology places together, what the default
+scheduler says, and which topologies are refused, by whom."""
 
 from typing import Any
 
 import pytest
 
 from hooks.core.api import ReplicaType
-from hooks.core.gang import Gang, pod_group
-from hooks.core.placement import kueue_annotations, pod_set, problems, together
-from hooks.core.queueing import Queue
+from hooks.core.scheduling.default import DefaultScheduler
+from hooks.core.scheduling.kueue import Kueue, Queue
+from hooks.core.scheduling.pick import Gang, pick
+from hooks.core.scheduling.protocol import PodMarks, Scheduler
+from hooks.core.scheduling.scheduler_plugins import SchedulerPlugins
+from hooks.core.scheduling.shared import together
+from hooks.core.scheduling.volcano import Volcano
 from hooks.core.spec import JobSpec, load
-from tests.builders import mxjob, replica
+from tests.builders import mxjob, observed_pod, read_spec, replica
 
-INDEX = "training.kubeflow.org/replica-index"
 QUEUE = Queue("team-a")
 CPU = {"requests": {"cpu": "1"}}
 GPU = {"requests": {"cpu": "1", "nvidia.com/gpu": "1"}}
 S, P, W = ReplicaType.SCHEDULER, ReplicaType.SERVER, ReplicaType.WORKER
+#: Every scheduler of the room, typed as the protocol: mypy checks each meets it.
+SCHEDULERS: list[Scheduler] = [DefaultScheduler(), Volcano(), SchedulerPlugins(), Kueue(QUEUE)]
 
 
 def spec_of(
     topology: dict[str, Any] | None, replicas: dict[str, Any] | None = None, **kw: Any
 ) -> JobSpec:
     policy = {"schedulingPolicy": {"topology": topology}} if topology is not None else None
-    job = mxjob(replicas=replicas, run_policy=policy, **kw)
-    spec, found = load(job["spec"])
-    assert spec is not None, found
-    return spec
+    return read_spec(replicas=replicas, run_policy=policy, **kw)
 
 
 BLOCK = {"level": "example.com/block"}
 TUNE = {"TunerTracker": replica(1), "TunerServer": replica(2), "Tuner": replica(1)}
+
+
+@pytest.mark.parametrize("scheduler", SCHEDULERS, ids=lambda s: type(s).__name__)
+def test_every_scheduler_answers_each_question_of_the_protocol(scheduler: Scheduler) -> None:
+    """The protocol at run time too: each answer of the right shape for a small job."""
+    spec = read_spec()
+    group = scheduler.group("mnist", "default", spec)
+    assert group is None or group["metadata"]["name"] == "mnist"
+    assert isinstance(scheduler.marks("mnist", spec, W, 0), PodMarks)
+    assert scheduler.problems(spec) == []
+    words = scheduler.waits("mnist", spec, None, [])
+    assert words is None or isinstance(words, str)
+    assert isinstance(scheduler.admits_new_pods(None), bool)
+    assert scheduler.name
+
+
+def test_the_default_scheduler_says_nothing_of_a_job() -> None:
+    spec = read_spec()
+    default = DefaultScheduler()
+    assert default.group("mnist", "default", spec) is None
+    assert default.admits_new_pods(None)
+    assert default.marks("mnist", spec, W, 0) == PodMarks()
+    assert default.waits("mnist", spec, None, [observed_pod()]) is None
+    assert not default.places_by_topology
+
+
+@pytest.mark.parametrize(
+    ("gang", "queue", "scheduler", "queued"),
+    [
+        (None, None, DefaultScheduler, None),
+        (Gang.VOLCANO, None, Volcano, None),
+        (Gang.SCHEDULER_PLUGINS, QUEUE, SchedulerPlugins, Kueue(QUEUE)),
+        (None, QUEUE, DefaultScheduler, Kueue(QUEUE)),
+    ],
+)
+def test_a_job_has_its_gang_scheduler_or_the_default_one_and_its_queue(
+    gang: Gang | None, queue: Queue | None, scheduler: type, queued: Kueue | None
+) -> None:
+    picked = pick(gang, queue)
+    assert type(picked.gang) is scheduler
+    assert picked.queue == queued
+
+
+def test_a_gang_and_a_queue_both_mark_the_pods_the_gangs_first() -> None:
+    """Volcano's marks, then Kueue's: a job in a queue under the Volcano install has both."""
+    marks = pick(Gang.VOLCANO, QUEUE).marks("mnist", read_spec(), W, 2)
+    assert marks.spec == {"schedulerName": "volcano"}
+    assert list(marks.annotations)[:2] == ["scheduling.k8s.io/group-name", "volcano.sh/task-spec"]
+    assert marks.labels["kueue.x-k8s.io/pod-group-name"] == "mnist-mxjob-run-2"
+
+
+def test_the_queue_says_why_a_job_waits_before_its_gang() -> None:
+    gated = observed_pod(gates=frozenset({"kueue.x-k8s.io/admission"}))
+    words = pick(Gang.SCHEDULER_PLUGINS, QUEUE).waits("mnist", read_spec(), None, [gated])
+    assert words is not None and words.startswith("queued by Kueue")
 
 
 @pytest.mark.parametrize(
@@ -71,69 +129,6 @@ APART = {
     "Server": replica(2, resources=CPU),
     "Worker": replica(3, resources=GPU),
 }
-
-
-def tolerating(count: int) -> dict[str, Any]:
-    """A CPU replica whose pods tolerate a taint: they may go where the others may not."""
-    spec = replica(count, resources=CPU)
-    spec["template"]["spec"]["tolerations"] = [{"key": "gpu", "operator": "Exists"}]
-    return spec
-
-
-@pytest.mark.parametrize(
-    ("topology", "replicas", "rtype", "annotations"),
-    [
-        # Every queued pod names its PodSet: a replacement with the rejoin wait stays in it.
-        (None, SAME, W, {"kueue.x-k8s.io/role-hash": "worker"}),
-        (BLOCK, SAME, S, {"kueue.x-k8s.io/role-hash": "scheduler"}),
-        (
-            BLOCK,
-            SAME,
-            W,
-            {
-                "kueue.x-k8s.io/role-hash": "server-worker",
-                "kueue.x-k8s.io/podset-required-topology": "example.com/block",
-            },
-        ),
-        (
-            {**BLOCK, "mode": "Preferred"},
-            PAIR,
-            P,
-            {
-                "kueue.x-k8s.io/role-hash": "server",
-                "kueue.x-k8s.io/podset-preferred-topology": "example.com/block",
-                "kueue.x-k8s.io/podset-group-name": "server-worker",
-            },
-        ),
-        (
-            {**BLOCK, "replicaTypes": ["Worker"]},
-            APART,
-            W,
-            {
-                "kueue.x-k8s.io/role-hash": "worker",
-                "kueue.x-k8s.io/podset-required-topology": "example.com/block",
-                "kueue.x-k8s.io/pod-group-pod-index-label": INDEX,
-            },
-        ),
-        # Different node rules are different PodSets too (Kueue filters nodes per PodSet).
-        (
-            {**BLOCK, "replicaTypes": ["Server", "Worker"]},
-            {**SAME, "Server": replica(1, resources=CPU), "Worker": tolerating(3)},
-            W,
-            {
-                "kueue.x-k8s.io/role-hash": "worker",
-                "kueue.x-k8s.io/podset-required-topology": "example.com/block",
-                "kueue.x-k8s.io/podset-group-name": "server-worker",
-            },
-        ),
-    ],
-)
-def test_kueue_annotations(
-    topology: Any, replicas: Any, rtype: ReplicaType, annotations: dict[str, str]
-) -> None:
-    spec = spec_of(topology, replicas)
-    assert kueue_annotations(spec, rtype, INDEX) == annotations
-    assert pod_set(spec, rtype) == annotations["kueue.x-k8s.io/role-hash"]
 
 
 @pytest.mark.parametrize(
@@ -190,6 +185,17 @@ def test_kueue_annotations(
                 " at most 253 characters"
             ],
         ),
+        # Under Volcano and in a queue, Volcano's problem is told first.
+        (
+            {"level": "a" * 250 + ".io/block"},
+            APART,
+            Gang.VOLCANO,
+            QUEUE,
+            [
+                "spec.runPolicy.schedulingPolicy.topology.level: Volcano's highestTierName takes"
+                " at most 253 characters"
+            ],
+        ),
         (
             {**BLOCK, "replicaTypes": ["Tuner"]},
             SAME,
@@ -215,7 +221,8 @@ def test_kueue_annotations(
 def test_what_is_refused(
     topology: Any, replicas: Any, gang: Gang | None, queue: Queue | None, found: list[str]
 ) -> None:
-    assert [str(p) for p in problems(spec_of(topology, replicas), gang, queue)] == found
+    problems = pick(gang, queue).problems(spec_of(topology, replicas))
+    assert [str(p) for p in problems] == found
 
 
 @pytest.mark.parametrize(
@@ -235,17 +242,3 @@ def test_a_topology_that_cannot_be_read_names_its_field(
     spec, found = load(job["spec"])
     assert spec is None
     assert any(problem in str(p) for p in found), found
-
-
-@pytest.mark.parametrize(
-    ("mode", "volcano"),
-    [("Required", "hard"), ("Preferred", "soft")],
-)
-def test_volcano_is_asked_for_one_domain_of_the_level(mode: str, volcano: str) -> None:
-    spec = spec_of({**BLOCK, "mode": mode})
-    group = pod_group(Gang.VOLCANO, "mnist", "default", spec)
-    assert group["spec"]["networkTopology"] == {
-        "mode": volcano,
-        "highestTierName": "example.com/block",
-    }
-    assert "networkTopology" not in pod_group(Gang.SCHEDULER_PLUGINS, "m", "d", spec)["spec"]
