@@ -1,6 +1,11 @@
-"""The machine a stack runs on, as the stack reads it: the Debian packages the real node needs,
-whether this host can run a real node at all, its processes in /proc and its cgroup
-hierarchies."""
+"""The machine a stack runs on, as the stack reads it: the Debian packages the real node needs
+(installed by the prepare alone, never by a test run), whether this host can run a real node at
+all, its processes in /proc and its cgroup hierarchies.
+
+A test run that finds a package missing says which and names the prepare command
+(`missing_message`); only `python3 -m tools.cluster prepare` (which `make test` runs before its
+lanes, tools/testrun) calls apt-get (`install_packages`).
+"""
 
 from __future__ import annotations
 
@@ -23,6 +28,9 @@ PACKAGES = {
     "gcc": "gcc",
     "/usr/lib/cni/bridge": "containernetworking-plugins",
 }
+#: What installs them: the prepare, or its one step that installs the packages alone.
+PREPARE = "python3 -m tools.cluster prepare"
+PACKAGES_STEP = "python3 -m tools.cluster step packages"
 
 
 def missing_packages() -> list[str]:
@@ -35,8 +43,17 @@ def missing_packages() -> list[str]:
     return missing
 
 
+def missing_message(missing: list[str]) -> str:
+    """Which packages a real node lacks and the command that installs them (as root)."""
+    return (
+        f"missing Debian packages: {' '.join(missing)}; `{PREPARE}` installs them with what"
+        f" else the tiers need (`{PACKAGES_STEP}`: the packages alone)"
+    )
+
+
 def install_packages(log: Log) -> list[str]:
-    """Install the missing packages with apt-get (root); those installed."""
+    """Install the missing packages with apt-get (root); those installed. The prepare's
+    `packages` step alone calls this: a stack only checks (`missing_packages`)."""
     missing = missing_packages()
     if not missing:
         return missing
@@ -53,7 +70,7 @@ def install_packages(log: Log) -> list[str]:
 
 
 def host_reason() -> str | None:
-    """One line saying why this host cannot run a real node (builds aside), or None."""
+    """One line saying why this host cannot run a real node even once prepared, or None."""
     if os.uname().sysname != "Linux":
         return "the real-node tier runs on Linux only"
     if os.geteuid() != 0:

@@ -45,8 +45,14 @@ NODE_PROCESSES = ("containerd", "kubelet", "kube-proxy", "coredns")
 
 
 def unavailable_reason() -> str | None:
-    """One line saying why this machine cannot run a real node, or None."""
-    return host.host_reason() or build.unavailable_reason(components=build.NODE_STACK)
+    """One line saying why this machine cannot run a real node now, or None: a host that
+    cannot run one, packages the prepare has not installed yet, binaries Go cannot build."""
+    missing = host.missing_packages()
+    return (
+        host.host_reason()
+        or (host.missing_message(missing) if missing else None)
+        or build.unavailable_reason(components=build.NODE_STACK)
+    )
 
 
 #: What metacontroller/install adds to Metacontroller's release manifests (its requests).
@@ -141,9 +147,11 @@ class RealNode:
     # -- the control plane's side -------------------------------------------------------------
 
     def build(self) -> None:
-        """The node's packages installed if missing, its binaries and the control plane's
-        built, its images built."""
-        host.install_packages(self.plane.log)
+        """The node's packages checked (the prepare installs them: no apt-get here), its
+        binaries and the control plane's built, its images built."""
+        missing = host.missing_packages()
+        if missing:
+            raise StackError(host.missing_message(missing))
         build.build_all(self.plane.cache_dir, self.plane.log, build.NODE_STACK)
         built = images.Builder(self.plane.cache_dir, self.plane.log).all()
         self.images = {name: b.ref for name, b in built.items()}
