@@ -2,7 +2,7 @@
 tier (docs/performance.md#the-progress-component).
 
 A KWOK stack whose fake kubelet serves a log for every pod's `mxnet` container
-(`Stack.serve_logs`: one CRI-format file to which a Speedometer line is appended every second,
+(`KwokNode.serve_logs`: one CRI-format file to which a Speedometer line is appended every second,
 so every Worker has moved on every pass: the most the component writes), the hook under
 gunicorn (2 workers) with the production CompositeController pointed at loopback. It applies
 `--jobs` MXJobs of a Scheduler, a Server and 2 Workers with a progress deadline and, once every
