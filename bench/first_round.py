@@ -5,7 +5,7 @@ timeout; docs/restarts.md#which-pods-wait).
 
 The "before" pods are today's with the old wait put back as the template's own init container
 (`sleep 5` in the job's image, the command the hook used to add), so both variants run on the
-same stack, image and hook, in turn. One real-node stack (tools/cluster/node.py), the real-node
+same stack, image and hook, in turn. One real-node stack (tools/cluster/real_node.py), the real-node
 tier's `train.py` job (bench/compare/realnode.py: Scheduler, Server, two Workers, `dist_sync`).
 The figure is the later of the two Workers' `round 0 ok` log lines (the container runtime's
 timestamps) after `kubectl apply`.
@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.compare.realnode import NAMESPACE, WORKLOADS, Node, job, until
-from tools.cluster.node import RealNode
+from tools.cluster.real_node import RealNode
 from tools.cluster.stack import Stack
 
 REPO = Path(__file__).resolve().parents[1]

@@ -2,7 +2,7 @@
 tier (docs/performance.md#the-progress-component).
 
 A KWOK stack whose fake kubelet serves a log for every pod's `mxnet` container
-(`Stack.serve_logs`: one CRI-format file to which a Speedometer line is appended every second,
+(`KwokNode.serve_logs`: one CRI-format file to which a Speedometer line is appended every second,
 so every Worker has moved on every pass: the most the component writes), the hook under
 gunicorn (2 workers) with the production CompositeController pointed at loopback. It applies
 `--jobs` MXJobs of a Scheduler, a Server and 2 Workers with a progress deadline and, once every
@@ -31,6 +31,7 @@ from typing import Any
 
 from bench.system import NAMESPACE, Run, cpu_seconds
 from testsupport.server import ROOT, local_controller, serve
+from tools.cluster.kwok_node import KwokNode
 from tools.cluster.stack import Stack
 
 
@@ -148,7 +149,7 @@ def main() -> None:
         logs.touch()
         threading.Thread(target=write_log, args=(logs, stop), daemon=True).start()
         stack = Stack(
-            run_dir=Path(tmp) / "stack", nodes=2, serve_logs=logs,
+            run_dir=Path(tmp) / "stack", node=KwokNode(count=2, serve_logs=logs),
             log=lambda line: print(line, flush=True),
         )  # fmt: skip
         stack.start()

@@ -25,6 +25,7 @@ from typing import Any
 
 from bench.system import JOB, NAMESPACE, Run, job_manifest, measure_creation
 from testsupport.server import ROOT, local_controller, serve
+from tools.cluster.kwok_node import KwokNode
 from tools.cluster.stack import Stack
 
 STRATEGIES = ("Recreate", "InPlace")
@@ -90,7 +91,9 @@ def _pods(run: Run) -> list[dict[str, Any]]:
 def measure(strategy: str, replicas: int) -> dict[str, Any]:
     """One stack, one job of `strategy`: its creation and its restart."""
     with tempfile.TemporaryDirectory(prefix="mxjob-bench-restart-") as tmp:
-        stack = Stack(run_dir=Path(tmp), nodes=2, log=lambda line: print(line, flush=True))
+        stack = Stack(
+            run_dir=Path(tmp), node=KwokNode(count=2), log=lambda line: print(line, flush=True)
+        )
         stack.start()
         restarter = None
         try:

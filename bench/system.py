@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from testsupport.server import ROOT, Server, local_controller, serve
+from tools.cluster.kwok_node import KwokNode
 from tools.cluster.stack import Stack
 
 NAMESPACE = "default"
@@ -211,7 +212,9 @@ def main() -> None:
     parser.add_argument("--quiet", type=float, default=130, help="seconds of a quiet job")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="mxjob-bench-system-") as tmp:
-        stack = Stack(run_dir=Path(tmp), nodes=2, log=lambda line: print(line, flush=True))
+        stack = Stack(
+            run_dir=Path(tmp), node=KwokNode(count=2), log=lambda line: print(line, flush=True)
+        )
         stack.start()
         try:
             stack.install_project(ROOT, hook_cmd="")

@@ -55,7 +55,7 @@ from tests.manifest_support import (
     walk_schema,
 )
 from tools.cluster.build import METACONTROLLER_VERSION
-from tools.cluster.node import METACONTROLLER_PATCH
+from tools.cluster.real_node import METACONTROLLER_PATCH
 
 pytestmark = needs_kustomize
 
@@ -796,7 +796,7 @@ def test_production_controllers_fit_metacontroller_v4() -> None:
 def test_metacontroller_install_is_the_tiers_release_with_requests() -> None:
     """metacontroller/install is the release the tiers build (its URL's ref), patched in its
     StatefulSet's container with a CPU and memory request and no limit; the real-node tier
-    applies the same patch to the same release's manifests (tools/cluster/node.py)."""
+    applies the same patch to the same release's manifests (tools/cluster/real_node.py)."""
     folder = METACONTROLLER / "install"
     kustomization = load_one(folder / "kustomization.yaml")
     (url,) = kustomization["resources"]

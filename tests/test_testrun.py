@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tools import steps
-from tools.cluster import build, hoststate, node, prepare, report
+from tools.cluster import build, hoststate, prepare, real_node, report
 from tools.testrun import lanes, results
 
 
@@ -254,7 +254,7 @@ def test_the_machine_line_tells_busy_from_niced() -> None:
 
 
 def test_corefile_names_exactly_the_plugins_coredns_is_built_with() -> None:
-    directives = set(re.findall(r"^    (\w+)", node.COREFILE, re.MULTILINE))
+    directives = set(re.findall(r"^    (\w+)", real_node.COREFILE, re.MULTILINE))
     assert directives == set(build.COREDNS_PLUGINS)
 
 

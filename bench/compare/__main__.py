@@ -32,6 +32,7 @@ from bench.compare.many import Many
 from bench.compare.play import Outcome, play
 from bench.compare.scenarios import Scenario, scenarios
 from tools.cluster import build
+from tools.cluster.kwok_node import KwokNode
 from tools.cluster.stack import Stack
 
 Install = Callable[[Stack], AbstractContextManager[Controller]]
@@ -81,9 +82,8 @@ def stack_with(
     with tempfile.TemporaryDirectory(prefix="mxjob-compare-") as tmp:
         stack = Stack(
             run_dir=Path(tmp) / "run",
-            nodes=2,
+            node=KwokNode(count=2, metacontroller_qps=metacontroller_qps),
             log=log,
-            metacontroller_qps=metacontroller_qps,
         )
         stack.start(build_missing=False)  # main() built what it needs
         try:

@@ -1,7 +1,7 @@
 """`make compare-node`: real MXNet 1.9.1 on the real node under each controller in turn, a Worker
 and then a Server SIGKILLed mid-training (docs/comparison.md#real-mxnet-on-the-real-node).
 
-One node stack (tools/cluster/node.py) with the project installed as users install it; the same
+One node stack (tools/cluster/real_node.py) with the project installed as users install it; the same
 `dist_sync` job file (Scheduler, Server, two Workers, `restartPolicy: ExitCode`, the real-node
 tier's `train.py`, 30 rounds of 0.5 s) runs first under mxjob, then under training-operator
 (mxjob's CompositeController deleted, the operator's CRD in place, its manager out of cluster,
@@ -27,7 +27,7 @@ from typing import Any
 
 from tools.cluster import build
 from tools.cluster import training_operator as operator
-from tools.cluster.node import RealNode
+from tools.cluster.real_node import RealNode
 from tools.cluster.stack import Stack
 
 REPO = Path(__file__).resolve().parents[2]

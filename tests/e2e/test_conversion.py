@@ -28,7 +28,7 @@ from mxjob.certs.controller import patch_bundle
 from mxjob.component.kube import api_client
 from tests.conversion_cases import OLD_EXAMPLES
 from tests.e2e.conftest import NAMESPACE, REPO, Cluster, installed_policy, wait_for
-from tools.cluster.stack import tcp_open
+from tools.cluster.probes import tcp_open
 from tools.ports import free_port
 
 CRD = "mxjobs.kubeflow.org"

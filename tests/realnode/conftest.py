@@ -1,6 +1,6 @@
 """The real-node tier: a real kubelet runs real MXNet and TVM processes.
 
-One session-wide stack given a `RealNode` (tools/cluster/node.py): control plane with RBAC
+One session-wide stack given a `RealNode` (tools/cluster/real_node.py): control plane with RBAC
 enforced, one node in its own network namespace, Metacontroller v4.17.2 and the project
 installed in the cluster from locally built images exactly as the README tells users (`kubectl
 apply -k manifests/overlays/standard`).
@@ -32,7 +32,7 @@ WORKLOADS_CONFIGMAP = "mxjob-workloads"
 
 @pytest.fixture(scope="session")
 def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    from tools.cluster.node import RealNode, load_any, unavailable_reason  # noqa: PLC0415
+    from tools.cluster.real_node import RealNode, unavailable_reason  # noqa: PLC0415
     from tools.cluster.stack import Stack  # noqa: PLC0415
 
     reason = unavailable_reason()
@@ -42,8 +42,10 @@ def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 
     reuse = os.environ.get("MXJOB_NODE_RUN")
     if reuse:  # a stack started for the session (`make up TIER=node`, `make test`'s lanes)
-        running = load_any(Path(reuse), log=lambda line: print(line, flush=True))
-        assert running and running.node and running.is_running(), f"no node stack in {reuse}"
+        running = Stack.load(Path(reuse), log=lambda line: print(line, flush=True))
+        assert running and isinstance(running.node, RealNode) and running.is_running(), (
+            f"no node stack in {reuse}"
+        )
         if NAMESPACE != "default":  # one of several sessions sharing the stack
             running.kubectl("create", "namespace", NAMESPACE, check=False)
             running.wait_default_serviceaccount(NAMESPACE)

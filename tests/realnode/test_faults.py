@@ -201,7 +201,7 @@ def test_apiserver_restart_under_a_running_job(cluster: Node) -> None:
 
 
 #: Replicas of the large job. 100 (the issue's figure) fits the node: its kubelet takes 150 pods
-#: (tools/cluster/node.py; the default, 110, left no room once the install ran 11 pods:
+#: (tools/cluster/real_node.py; the default, 110, left no room once the install ran 11 pods:
 #: Metacontroller, 2 hook pods, 2 conversion webhook pods and 6 components).
 CROWD = 100
 

@@ -6,8 +6,10 @@ from typing import Any
 import pytest
 
 from tools.cluster import hoststate
-from tools.cluster.node import NETNS_DIR, RealNode, cgroup_hierarchies
-from tools.cluster.stack import Stack, StackError
+from tools.cluster.host import cgroup_hierarchies
+from tools.cluster.node import StackError
+from tools.cluster.real_node import NETNS_DIR, RealNode
+from tools.cluster.stack import Stack
 
 
 class FailsAfterContainerd(RealNode):

@@ -5,7 +5,8 @@ Built from the Go module proxy into ``~/.cache/mxjob-e2e`` (see README.md). Entr
 """
 
 from tools.cluster.build import BuildError, build_all, unavailable_reason
-from tools.cluster.stack import Stack, StackError, default_run_dir
+from tools.cluster.node import StackError
+from tools.cluster.stack import Stack, default_run_dir
 
 __all__ = [
     "BuildError",

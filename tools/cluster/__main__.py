@@ -11,8 +11,10 @@ from pathlib import Path
 
 from tools import steps
 from tools.cluster import build, prepare, report
-from tools.cluster.node import RealNode, load_any
-from tools.cluster.stack import Stack, StackError, default_run_dir
+from tools.cluster.kwok_node import KwokNode
+from tools.cluster.node import Node, StackError
+from tools.cluster.real_node import RealNode
+from tools.cluster.stack import Stack, default_run_dir
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -63,9 +65,16 @@ def _run_dir(args: argparse.Namespace) -> Path:
     return default.with_name(default.name + "-node") if args.tier == "node" else default
 
 
+def _node(args: argparse.Namespace) -> Node:
+    """The node of the tier asked for."""
+    if args.tier == "node":
+        return RealNode()
+    return KwokNode(count=args.nodes, pod_stages=args.pod_stages)
+
+
 def cmd_up(args: argparse.Namespace) -> int:
     args.run_dir = _run_dir(args)
-    existing = load_any(args.run_dir, cache_dir=args.cache, log=_log)
+    existing = Stack.load(args.run_dir, cache_dir=args.cache, log=_log)
     if existing and existing.is_running():
         _log(f"already up (run dir {args.run_dir}); `down` first to restart")
         print(_exports(existing))
@@ -75,16 +84,12 @@ def cmd_up(args: argparse.Namespace) -> int:
         run_dir=args.run_dir,
         cache_dir=args.cache,
         port_base=base,
-        nodes=args.nodes,
-        pod_stages=args.pod_stages,
         log=_log,
-        node=RealNode() if args.tier == "node" else None,
+        node=_node(args),
     )
     try:
         stack.start()
-        if args.install_project and stack.node:
-            stack.node.install_in_cluster(REPO)
-        elif args.install_project:
+        if args.install_project:
             stack.install_project(REPO, args.hook_cmd, args.hook_port)
     except (StackError, build.BuildError) as exc:
         _log(f"error: {exc}")
@@ -99,7 +104,7 @@ def cmd_up(args: argparse.Namespace) -> int:
 
 def cmd_down(args: argparse.Namespace) -> int:
     args.run_dir = _run_dir(args)
-    stack = load_any(args.run_dir, cache_dir=args.cache, log=_log)
+    stack = Stack.load(args.run_dir, cache_dir=args.cache, log=_log)
     if stack is None:
         _log(f"nothing to stop in {args.run_dir}")
         return 0
@@ -110,7 +115,7 @@ def cmd_down(args: argparse.Namespace) -> int:
 
 def cmd_env(args: argparse.Namespace) -> int:
     args.run_dir = _run_dir(args)
-    stack = load_any(args.run_dir, cache_dir=args.cache, log=_log)
+    stack = Stack.load(args.run_dir, cache_dir=args.cache, log=_log)
     if stack is None:
         _log(f"no stack in {args.run_dir}; run `up` first")
         return 1
@@ -120,7 +125,7 @@ def cmd_env(args: argparse.Namespace) -> int:
 
 def cmd_status(args: argparse.Namespace) -> int:
     args.run_dir = _run_dir(args)
-    stack = load_any(args.run_dir, cache_dir=args.cache, log=_log)
+    stack = Stack.load(args.run_dir, cache_dir=args.cache, log=_log)
     if stack is None:
         print(f"down (no state in {args.run_dir})")
         return 1

@@ -139,7 +139,7 @@ METACONTROLLER = Component(
     xvars=(f"main.version={METACONTROLLER_VERSION}",),
 )
 
-#: The plugins the real node's Corefile names (tools/cluster/node.py; tests/test_cluster_tools.py
+#: The plugins the real node's Corefile names (tools/cluster/real_node.py; tests/test_testrun.py
 #: keeps the two equal). CoreDNS is built with these alone: compiling its other ~60 plugins (cloud
 #: DNS providers' SDKs among them) cost most of its build.
 COREDNS_PLUGINS = ("bind", "errors", "ready", "kubernetes", "cache")
@@ -263,10 +263,10 @@ COMPONENTS = (
 )
 #: Only the real-node tier needs these (cluster DNS for pods).
 NODE_COMPONENTS = (COREDNS,)
-#: What a KWOK-tier stack itself runs (tools/cluster/stack.py). The other components are built
+#: What a KWOK-tier stack itself runs (tools/cluster/kwok_node.py). The other components are built
 #: (or waited for, while another process builds them) by whatever first needs them: `need`.
 KWOK_STACK = (ETCD, KUBERNETES, METACONTROLLER, KWOK)
-#: What a real-node stack itself runs (tools/cluster/node.py), its images aside.
+#: What a real-node stack itself runs (tools/cluster/real_node.py), its images aside.
 NODE_STACK = (ETCD, KUBERNETES, METACONTROLLER, COREDNS)
 
 # Stock KWOK stages copied out of its module (directory under kustomize/stage -> cache subdir).

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from tools import steps
-from tools.cluster import build, images, mxnet_env, node
+from tools.cluster import build, host, images, mxnet_env
 from tools.cluster.build import Component, Log
 
 #: Compiled in this order: the components a stack runs first (the real node's lane waits on
@@ -103,7 +103,7 @@ def run_step(name: str, cache: Path, log: Log) -> str:
     kind, _, what = name.partition("-")
     builder = images.Builder(cache, log)
     actions: dict[str, Callable[[], bool]] = {
-        "packages": lambda: bool(node.ensure_host_packages(log)),
+        "packages": lambda: bool(host.install_packages(log)),
         "mxnet": lambda: mxnet_env.python(cache) is None and bool(mxnet_env.prepare(cache, log)),
         "images": lambda: bool(builder.all(without=(images.METACONTROLLER,)) and builder.made),
         "image-metacontroller": lambda: bool(builder.all() and builder.made),
@@ -144,7 +144,7 @@ def plan(cache: Path, log: Log) -> list[steps.Step]:
     kwok_reason = build.unavailable_reason(cache)
     if kwok_reason:
         log(f"KWOK tier not prepared: {kwok_reason}")
-    node_reason = node.host_reason() or kwok_reason
+    node_reason = host.host_reason() or kwok_reason
     if node_reason:
         log(f"real-node tier not prepared: {node_reason}")
     return graph(go=not kwok_reason, node_tier=not node_reason)

@@ -14,7 +14,9 @@ from functools import partial
 from pathlib import Path
 
 from tools.cluster import build
-from tools.cluster.stack import Stack, StackError, http_ok, tail
+from tools.cluster.node import StackError
+from tools.cluster.probes import http_ok
+from tools.cluster.stack import Stack, tail
 
 
 @contextmanager

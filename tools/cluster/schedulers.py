@@ -17,8 +17,9 @@ from typing import Any
 import yaml
 
 from tools.cluster import build, kwok, pki
+from tools.cluster.probes import http_ok
 from tools.cluster.processes import healthz, install_crds, kube_env, process, source
-from tools.cluster.stack import Stack, http_ok
+from tools.cluster.stack import Stack
 from tools.ports import free_port
 
 #: Label (and taint) of the KWOK nodes a test gives a scheduler of its own.

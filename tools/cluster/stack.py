@@ -1,13 +1,15 @@
-"""A real, local Kubernetes control plane with Metacontroller and KWOK, as one object.
+"""A real, local Kubernetes control plane and the node its pods run on, as one object.
 
-``Stack(run_dir).start()`` runs etcd, kube-apiserver, kube-controller-manager (namespace,
-garbage-collector and service-account controllers), kube-scheduler, Metacontroller and KWOK as
-child processes listening on 127.0.0.1 only, writes ``<run_dir>/kubeconfig`` and waits until
-everything is ready; ``stop()`` ends them (SIGTERM, then SIGKILL) and removes the run directory.
-Given a real node (``Stack(node=RealNode())``, tools/cluster/node.py), the control plane enforces
-RBAC, runs every default controller and starts that node in place of Metacontroller and KWOK.
-All state (etcd data, keys, logs, pids, ports) lives in the run directory; ``state.json`` there
-lets another process (``python3 -m tools.cluster down``) find and stop a running stack.
+``Stack(run_dir).start()`` runs etcd, kube-apiserver, kube-controller-manager and
+kube-scheduler as child processes, then its node (a `Node`, tools/cluster/node.py): by default
+KWOK's fake Nodes with Metacontroller on the host (tools/cluster/kwok_node.py, everything on
+127.0.0.1), or a real kubelet in a network namespace of its own (``Stack(node=RealNode())``,
+tools/cluster/real_node.py); the node decides the API server's address, authorization and
+controllers. ``start()`` writes ``<run_dir>/kubeconfig`` and waits until everything is ready;
+``stop()`` stops the node (undoing what it changed on the host), ends the processes (SIGTERM,
+then SIGKILL) and removes the run directory. All state (etcd data, keys, logs, pids, ports)
+lives in the run directory; ``state.json`` there lets another process (``python3 -m
+tools.cluster down``) find and stop a running stack, with the node it was started with.
 
 Used by the CLI (``up``/``down``/``env``) and by pytest fixtures (a fresh stack on free ports in
 a temporary directory).
@@ -20,32 +22,30 @@ import os
 import shlex
 import shutil
 import signal
-import socket
-import ssl
 import subprocess
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Self
+from typing import Any, Self
 
-from tools.cluster import build, kwok, pki
+from tools.cluster import build, pki
+from tools.cluster.build import Log
+from tools.cluster.host import pid_alive, pid_cmdline
+from tools.cluster.kwok_node import KwokNode
+from tools.cluster.node import Node, StackError
+from tools.cluster.probes import http_ok
+from tools.cluster.real_node import RealNode
 from tools.ports import free_port
 
-if TYPE_CHECKING:
-    from tools.cluster.node import RealNode
-
-Log = Callable[[str], None]
-
 SERVICE_CLUSTER_IP_RANGE = "10.96.0.0/16"
-POD_CIDR = "10.244.0.1/16"
-# Order of start-up; shutdown goes the other way. Between the control plane and the hook run
-# either these host processes or those of a real node (RealNode.processes).
+#: The file in a run directory by which another process finds and stops the stack.
+STATE = "state.json"
+# Order of start-up; shutdown goes the other way. The node's processes (Node.processes) follow.
 CONTROL_PLANE = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler")
-KWOK_PROCESSES = ("metacontroller", "kwok")
+#: The nodes a stack may run, by the kind its state.json records (none recorded: KWOK's).
+NODES: dict[str, Callable[[], Node]] = {KwokNode.kind: KwokNode, RealNode.kind: RealNode}
 # Ports each stack needs, in the order used with a fixed port base (MXJOB_PORT_BASE).
 PORT_NAMES = (
     "etcd",
@@ -58,29 +58,10 @@ PORT_NAMES = (
 )
 
 
-#: The KWOK tier's API server: no RBAC, and two admission plugins off.
-KWOK_APISERVER_FLAGS = (
-    # Endpoints may not hold a loopback address: do not publish `kubernetes` endpoints.
-    "--endpoint-reconciler-type=none",
-    "--authorization-mode=AlwaysAllow",
-    # ServiceAccount: pods need none (KWOK runs no containers), so there is no race with the SA
-    # controller right after a namespace is created.
-    # TaintNodesByCondition: would taint new nodes not-ready, and no node-lifecycle controller
-    # runs to lift the taint once KWOK reports the node Ready.
-    "--disable-admission-plugins=ServiceAccount,TaintNodesByCondition",
-)
-#: The KWOK tier's controllers: namespace deletion, ownerReference GC, the `default` SA.
-KWOK_CONTROLLERS = ("--controllers=namespace,garbagecollector,serviceaccount",)
-
-
 def default_run_dir() -> Path:
     """``$MXJOB_RUN`` or ``~/.cache/mxjob-e2e/run``."""
     env = os.environ.get("MXJOB_RUN")
     return Path(env) if env else build.default_cache_dir() / "run"
-
-
-class StackError(RuntimeError):
-    """Start-up failed; the message names the component and its log file."""
 
 
 def allocate_ports(base: int | None) -> dict[str, int]:
@@ -92,53 +73,11 @@ def allocate_ports(base: int | None) -> dict[str, int]:
     return ports
 
 
-def _insecure_ctx() -> ssl.SSLContext:
-    ctx = ssl.create_default_context()
-    ctx.check_hostname = False
-    ctx.verify_mode = ssl.CERT_NONE
-    return ctx
-
-
-def http_ok(url: str, token: str | None = None, timeout: float = 3.0) -> bool:
-    req = urllib.request.Request(url)
-    if token:
-        req.add_header("Authorization", f"Bearer {token}")
-    try:
-        with urllib.request.urlopen(req, timeout=timeout, context=_insecure_ctx()) as resp:
-            return 200 <= int(resp.status) < 300
-    except (urllib.error.URLError, OSError, ValueError):
-        return False
-
-
-def tcp_open(host: str, port: int) -> bool:
-    try:
-        with socket.create_connection((host, port), timeout=1):
-            return True
-    except OSError:
-        return False
-
-
 def tail(path: Path, lines: int = 15) -> str:
     try:
         return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
     except OSError:
         return "(no log)"
-
-
-def pid_alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"  # zombies count as dead
-    except (OSError, IndexError):
-        return False
-
-
-def pid_cmdline(pid: int) -> str:
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as fh:
-            return fh.read().replace(b"\0", b" ").decode(errors="replace")
-    except OSError:
-        return ""
 
 
 def _now() -> str:
@@ -200,42 +139,31 @@ def restart_patch(pod: dict[str, Any], exit_code: int, reason: str | None = None
 
 @dataclass
 class Stack:
-    """One control plane rooted at ``run_dir``.
+    """One control plane rooted at ``run_dir``, and its node.
 
     ``port_base``: fixed ports ``base .. base+6`` (see PORT_NAMES) instead of free ones.
-    ``pod_stages``: ``fast`` (pods Running at once) or ``general`` (KWOK's realistic delays).
-    ``node``: a real node to run in place of KWOK's fake ones (and of Metacontroller on the host).
+    ``node``: where pods run (default KWOK's fake Nodes, ``KwokNode()``; ``RealNode()``).
     """
 
     run_dir: Path = field(default_factory=default_run_dir)
     cache_dir: Path = field(default_factory=build.default_cache_dir)
     port_base: int | None = None
-    nodes: int = 1
-    pod_stages: str = "fast"
-    #: Where the API server listens; the real-node tier uses its own link's address.
+    #: Where the API server listens: the node's choice (`Node.claim`).
     api_address: str = "127.0.0.1"
-    discovery_interval: str = "5s"
-    #: Metacontroller's client rate (QPS; the burst is twice it): `make compare` can vary it.
-    metacontroller_qps: int = 100
     log: Log = print
-    node: RealNode | None = None
-    #: A CRI-format log file KWOK serves as every pod's `mxnet` container log, through the API
-    #: server's pods/log as a kubelet serves one (`make bench-progress` reads Workers' logs).
-    serve_logs: Path | None = None
+    node: Node = field(default_factory=KwokNode)
     ports: dict[str, int] = field(default_factory=dict)
     pids: dict[str, int] = field(default_factory=dict)
     token: str = ""
     _procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
-        if self.node is not None:
-            self.node.plane = self
+        self.node.plane = self
 
     @property
     def components(self) -> tuple[str, ...]:
         """Processes in start order (stopped in reverse)."""
-        tier = self.node.processes if self.node else KWOK_PROCESSES
-        return (*CONTROL_PLANE, *tier, "hook")
+        return (*CONTROL_PLANE, *self.node.processes)
 
     # -- paths --------------------------------------------------------------------------------
 
@@ -245,7 +173,7 @@ class Stack:
 
     @property
     def state_file(self) -> Path:
-        return self.run_dir / "state.json"
+        return self.run_dir / STATE
 
     @property
     def logs_dir(self) -> Path:
@@ -258,17 +186,11 @@ class Stack:
         for component in (*build.COMPONENTS, *build.NODE_COMPONENTS):
             if name in component.mains.values():
                 return component.binary(self.cache_dir, name)
-        if self.node is not None:
-            return self.node.host_binary(name)
-        raise KeyError(name)
+        return self.node.binary(name)
 
     @property
     def server(self) -> str:
         return f"https://{self.api_address}:{self.ports['kube-apiserver']}"
-
-    @property
-    def node_names(self) -> list[str]:
-        return [f"kwok-node-{i}" for i in range(self.nodes)]
 
     def env(self) -> dict[str, str]:
         """Environment for tools talking to this stack (KUBECONFIG, kubectl on PATH)."""
@@ -285,19 +207,16 @@ class Stack:
             "ports": self.ports,
             "pids": self.pids,
             "token": self.token,
-            "nodes": self.nodes,
             "api_address": self.api_address,
-            **(self.node.state() if self.node else {}),
+            **self.node.state(),
         }
 
     def _restore(self, state: dict[str, Any]) -> None:
         self.ports = {k: int(v) for k, v in state.get("ports", {}).items()}
         self.pids = {k: int(v) for k, v in state.get("pids", {}).items()}
         self.token = str(state.get("token", ""))
-        self.nodes = int(state.get("nodes", 1))
         self.api_address = str(state.get("api_address", "127.0.0.1"))
-        if self.node is not None:
-            self.node.restore(state)
+        self.node.restore(state)
 
     def _save_state(self) -> None:
         state = self._state()
@@ -307,12 +226,14 @@ class Stack:
 
     @classmethod
     def load(cls, run_dir: Path | None = None, **kwargs: Any) -> Self | None:
-        """The stack recorded in run_dir/state.json, or None."""
-        stack = cls(run_dir=run_dir or default_run_dir(), **kwargs)
+        """The stack recorded in run_dir/state.json, with the node it was started with, or
+        None."""
+        run_dir = run_dir or default_run_dir()
         try:
-            state = json.loads(stack.state_file.read_text())
+            state = json.loads((run_dir / STATE).read_text())
         except (OSError, ValueError):
             return None
+        stack = cls(run_dir=run_dir, node=NODES[str(state.get("kind", KwokNode.kind))](), **kwargs)
         stack._restore(state)
         return stack
 
@@ -414,11 +335,8 @@ class Stack:
         """Start every component and wait for readiness. Raises StackError on failure."""
         started = time.monotonic()
         if build_missing:
-            self.node.build() if self.node else build.build_all(
-                self.cache_dir, self.log, build.KWOK_STACK
-            )
-        node = type(self.node)() if self.node else None  # a crashed stack of the same tier
-        existing = type(self).load(self.run_dir, cache_dir=self.cache_dir, log=self.log, node=node)
+            self.node.build()
+        existing = type(self).load(self.run_dir, cache_dir=self.cache_dir, log=self.log)
         if existing and existing.is_running():
             raise StackError(f"a stack is already running in {self.run_dir}")
         if existing:
@@ -438,12 +356,7 @@ class Stack:
         self._start_etcd()
         self._start_apiserver()
         self._start_controllers()
-        if self.node:
-            self.node.start()
-        else:
-            self._start_metacontroller()
-            self._start_kwok()
-            self._wait_kwok_ready()
+        self.node.start()
         self.wait_default_serviceaccount("default")
 
     def wait_default_serviceaccount(self, namespace: str) -> None:
@@ -462,14 +375,13 @@ class Stack:
         )
 
     def _prepare_files(self) -> None:
-        if self.node:
-            self.node.claim()  # its slot, and the API server's address on its link
+        self.api_address = self.node.claim()
         pki_dir = self.run_dir / "pki"
         pki_dir.mkdir(parents=True, exist_ok=True)
         pki.write_rsa_key(pki_dir / "sa.key")
         self.token = pki.new_token()
         tokens = f'{self.token},admin,admin,"system:masters"\n'
-        (pki_dir / "tokens.csv").write_text(tokens + (self.node.tokens() if self.node else ""))
+        (pki_dir / "tokens.csv").write_text(tokens + self.node.tokens())
         kubeconfig = {
             "apiVersion": "v1",
             "kind": "Config",
@@ -488,8 +400,7 @@ class Stack:
         self.kubeconfig.write_text(json.dumps(kubeconfig, indent=2) + "\n")
         self.kubeconfig.chmod(0o600)
         self._save_state()
-        if self.node:
-            self.node.prepare()
+        self.node.prepare()
 
     def _start_etcd(self) -> None:
         client = f"http://127.0.0.1:{self.ports['etcd']}"
@@ -528,9 +439,7 @@ class Stack:
             "--allow-privileged=true",
             "--profiling=false",
             "--v=1",
-            *(self.node.apiserver_flags() if self.node else KWOK_APISERVER_FLAGS),
-            # KWOK's nodes answer at their InternalIP (127.0.0.1), not at their names.
-            *(["--kubelet-preferred-address-types=InternalIP"] if self.serve_logs else []),
+            *self.node.apiserver_flags(),
         ]
 
     def _start_apiserver(self) -> None:
@@ -564,7 +473,7 @@ class Stack:
         ]
 
     def _start_controllers(self) -> None:
-        flags = self.node.controller_flags() if self.node else KWOK_CONTROLLERS
+        flags = self.node.controller_flags()
         port = self.ports["kube-controller-manager"]
         controllers = [*self.controller_manager(*flags, port=port), "--v=1"]
         self.spawn("kube-controller-manager", controllers)
@@ -581,78 +490,6 @@ class Stack:
             ],
         )
 
-    def _start_metacontroller(self) -> None:
-        crds = build.METACONTROLLER.home(self.cache_dir) / "metacontroller-crds.yaml"
-        self.kubectl("apply", "--server-side", "-f", str(crds))
-        self.kubectl(
-            "wait", "--for=condition=Established", "--timeout=60s", "-f", str(crds), timeout=90
-        )
-        self.spawn(
-            "metacontroller",
-            [
-                str(self.bin("metacontroller")),
-                f"--kubeconfig={self.kubeconfig}",
-                f"--metrics-address=127.0.0.1:{self.ports['metacontroller']}",
-                f"--health-probe-bind-address=127.0.0.1:{self.ports['metacontroller-health']}",
-                f"--discovery-interval={self.discovery_interval}",
-                f"--client-go-qps={self.metacontroller_qps}",
-                f"--client-go-burst={2 * self.metacontroller_qps}",
-                "--events-qps=100",
-                "--zap-log-level=4",
-            ],
-        )
-
-    def _start_kwok(self) -> None:
-        kwok_dir = self.run_dir / "kwok"
-        kwok_dir.mkdir(parents=True, exist_ok=True)
-        config = kwok_dir / "kwok.yaml"
-        kwok.write_config(
-            build.KWOK.home(self.cache_dir), self.pod_stages, config, logs=self.serve_logs
-        )
-        self.kubectl("apply", "-f", "-", input=kwok.nodes_json(self.node_names))
-        env = dict(os.environ)
-        env["HOME"] = str(kwok_dir)  # keep KWOK away from ~/.kwok
-        self.spawn(
-            "kwok",
-            [
-                str(self.bin("kwok")),
-                *self._kwok_server(kwok_dir),
-                f"--kubeconfig={self.kubeconfig}",
-                f"--config={config}",
-                f"--manage-nodes-with-annotation-selector={kwok.NODE_SELECTOR}",
-                # Leases, renewed as a kubelet renews them: the node-lifecycle controller of the
-                # node-loss tests then sees KWOK's nodes alive.
-                "--node-lease-duration-seconds=10",
-                f"--cidr={POD_CIDR}",
-                "--node-ip=127.0.0.1",
-            ],
-            env=env,
-        )
-
-    def _kwok_server(self, kwok_dir: Path) -> list[str]:
-        """KWOK's kubelet server on 127.0.0.1 (HTTPS, a certificate of its own; the API server
-        does not check a kubelet's) when it serves logs; no flags otherwise."""
-        if self.serve_logs is None:
-            return []
-        port = self.ports.setdefault("kwok", free_port())
-        pki.write_serving_cert(kwok_dir / "tls", "127.0.0.1")
-        return [
-            f"--server-address=127.0.0.1:{port}",
-            f"--node-port={port}",
-            f"--tls-cert-file={kwok_dir / 'tls' / 'tls.crt'}",
-            f"--tls-private-key-file={kwok_dir / 'tls' / 'tls.key'}",
-        ]
-
-    def _wait_kwok_ready(self) -> None:
-        for name in ("kube-controller-manager", "kube-scheduler"):
-            url = f"https://127.0.0.1:{self.ports[name]}/healthz"
-            self.wait(name, "/healthz", partial(http_ok, url), 60)
-        metrics = f"http://127.0.0.1:{self.ports['metacontroller']}/metrics"
-        self.wait("metacontroller", "its /metrics endpoint", lambda: http_ok(metrics), 60)
-        for node_name in self.node_names:
-            ready = partial(self.node_ready, node_name)
-            self.wait("kwok", f"node {node_name} Ready", ready, 60)
-
     def node_ready(self, name: str) -> bool:
         jsonpath = '{.status.conditions[?(@.type=="Ready")].status}'
         out = self.kubectl("get", "node", name, "-o", f"jsonpath={jsonpath}", check=False)
@@ -660,35 +497,11 @@ class Stack:
 
     # -- project hook point -------------------------------------------------------------------
 
-    def install_project(self, repo: Path, hook_cmd: str, hook_port: int = 8080) -> None:
-        """Install the project's CRD (v1 alone: no conversion webhook runs here), start its
-        hook, then install the CompositeController.
-
-        Missing kustomize directories are skipped with a note (they may not exist yet).
-        """
-        crd_dir = repo / "manifests" / "crd"
-        if crd_dir.is_dir():
-            self.kubectl("apply", "-f", str(crd_dir / "mxjobs.kubeflow.org.yaml"))
-            self.kubectl(
-                "wait", "--for=condition=Established", "--timeout=60s", "crd", "--all", timeout=90
-            )
-        else:
-            self.log(f"skip: {crd_dir} does not exist")
-        if hook_cmd:
-            env = self.env()
-            env["PORT"] = str(hook_port)
-            self.spawn("hook", ["/bin/sh", "-c", hook_cmd], env=env)
-            self.wait(
-                "hook",
-                f"127.0.0.1:{hook_port} to accept",
-                lambda: tcp_open("127.0.0.1", hook_port),
-                300,  # `make run` may create the venv first
-            )
-        overlay = repo / "metacontroller" / "overlays" / "local"
-        if overlay.is_dir():
-            self.kubectl("apply", "-k", str(overlay))
-        else:
-            self.log(f"skip: {overlay} does not exist")
+    def install_project(self, repo: Path, hook_cmd: str = "", hook_port: int = 8080) -> None:
+        """Install the project the way this stack's node runs it (`Node.install`): KWOK's with
+        the CRD, the hook on the host by `hook_cmd` and the local CompositeController; a real
+        node's from images, as the README tells users."""
+        self.node.install(repo, hook_cmd, hook_port)
 
     # -- pods -----------------------------------------------------------------------------------
 
@@ -724,7 +537,7 @@ class Stack:
     def stop(self, *, remove: bool = True, grace: float = 10.0) -> None:
         """Stop the node (undoing its host changes), then every process group in reverse start
         order: SIGTERM, SIGKILL after `grace` seconds."""
-        left = self.node.stop(grace) if self.node else None
+        left = self.node.stop(grace)
         for name in reversed(self.components):
             self.stop_process(name, grace)
         self.pids = {}
@@ -734,7 +547,7 @@ class Stack:
         elif self.run_dir.is_dir():
             self._save_state()
         if left:
-            raise StackError(f"network namespace {left} is still there after `ip netns del`")
+            raise StackError(f"{left} is still there")
 
     def disown(self) -> None:
         """Leave running what this object started (a component restarted by a test) to the

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from tools.cluster import hoststate
-from tools.cluster.node import NETNS_DIR, RealNode, load_any
+from tools.cluster.real_node import NETNS_DIR, RealNode
 from tools.cluster.stack import Stack
 from tools.testrun.lanes import REPO
 
@@ -33,11 +33,11 @@ def up(run_dir: Path) -> int:
     before = None if hoststate.holders() else hoststate.read_sysctls()
     run_dir.parent.mkdir(parents=True, exist_ok=True)
     (run_dir.parent / BEFORE).write_text(json.dumps(before))
-    stack = Stack(run_dir=run_dir, log=log, node=RealNode())
+    real = RealNode()
+    stack = Stack(run_dir=run_dir, log=log, node=real)
     try:
         stack.start()
-        assert stack.node is not None
-        stack.node.install_in_cluster(REPO)
+        real.install_in_cluster(REPO)
     except BaseException:
         stack.stop(remove=True)
         raise
@@ -45,11 +45,11 @@ def up(run_dir: Path) -> int:
 
 
 def down(run_dir: Path) -> int:
-    stack = load_any(run_dir, log=log)
+    stack = Stack.load(run_dir, log=log)
     if stack is None:
         log(f"no stack in {run_dir}")
         return 0
-    netns = stack.node.netns if stack.node else None
+    netns = stack.node.netns if isinstance(stack.node, RealNode) else None
     stack.stop(remove=True, grace=GRACE)
     problems = []
     if netns and (NETNS_DIR / netns).exists():
