@@ -10,8 +10,10 @@ CLUSTER_UP_FLAGS ?=
 
 .PHONY: cluster-build up down cluster-env cluster-status
 
-## cluster-build: build etcd, Kubernetes, Metacontroller and KWOK into $$MXJOB_CACHE (once)
+## cluster-build: build etcd, Kubernetes, Metacontroller and KWOK into $$MXJOB_CACHE (once);
+## with TIER=node, first the node's Debian packages (apt-get, only where one is missing)
 cluster-build:
+	if [ "$(TIER)" = node ]; then $(CLUSTER) step packages; fi
 	$(CLUSTER) build
 
 # TIER=kwok (default): control plane + KWOK, hook from the repository on 127.0.0.1:8080.
