@@ -14,6 +14,7 @@ import json
 import re
 import time
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -98,7 +99,7 @@ def test_a_killed_server_resumes_from_the_checkpoint(
     # epochs 0-2 are saved, so the next run begins at 3.
     cluster.wait_log(f"{name}-worker-0", "Epoch[3] Batch", timeout=300)
     before = identities(cluster, name)
-    began = time.monotonic()
+    began, killed = time.monotonic(), time.time()
     cluster.kill(f"{name}-server-0")
     # The epochs saved when the Server died (the volume's folder, on this host): a loaded
     # machine's kill may land past epoch 3 (warm run 18: at 4).
@@ -116,6 +117,8 @@ def test_a_killed_server_resumes_from_the_checkpoint(
         f"\n{strategy}: server killed as epoch 3 of 5 began ({saved} saved): run 1 began at epoch "
         f"{resumes.get(1)}, its first round {resumed_after:.1f}s later, Succeeded {took:.1f}s later"
     )
+    after_kill = moments(cluster, worker, killed)
+    print(f"{strategy}: Worker 0's next process, seconds after the kill: {after_kill}")
     # At most the epoch the kill cut short is done again: the next run begins after the newest
     # checkpoint saved before the kill, or after the one Worker 0 was saving as it landed.
     assert set(resumes) == {0, 1} and resumes[0] == 0, status["progress"]
@@ -135,6 +138,22 @@ def test_a_killed_server_resumes_from_the_checkpoint(
     # Deleted with the job (its owner reference): the volume is released, its files kept.
     cluster.delete("mxjob", name)
     cluster.wait_gone("persistentvolumeclaim", f"{name}-checkpoint")
+
+
+def moments(cluster: Node, pod: str, since: float) -> dict[str, float]:
+    """When the pod's process printed its first line, its resume and its first round after it
+    (its log's timestamps), in seconds after `since`: where a restart's time went."""
+    found: dict[str, float] = {}
+    log = cluster.kubectl("logs", "-n", NAMESPACE, pod, "--timestamps", check=False).stdout
+    for line in str(log).splitlines():
+        stamp, _, text = line.partition(" ")
+        at = datetime.fromisoformat(stamp[:26].rstrip("Z") + "+00:00").timestamp() - since
+        found.setdefault("first line", round(at, 1))
+        if "resuming at epoch" in text:
+            found.setdefault("resumed", round(at, 1))
+        elif "Batch [" in text and "resumed" in found:
+            found.setdefault("first round", round(at, 1))
+    return found
 
 
 def newest_checkpoint(folder: Path) -> int:
