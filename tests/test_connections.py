@@ -343,7 +343,7 @@ def test_a_review_at_the_body_limit_is_answered_within_the_workers_time(
     """Any pod can send the webhook reviews, so one at the body limit must cost its worker less
     CPU than the pod's CPU limit gives it in the worker timeout. Once a review of small stashed
     jobs cost ~2.2 s per MiB (a validator made for each): 8 MiB of them took ~18 s of CPU, past
-    the 12.5 s the pod's 500m give in 25 s. Now a review checks at most MAX_CHECKED_BYTES of
+    the 12.5 s a 500m limit gave in 25 s. Now a review checks at most MAX_CHECKED_BYTES of
     stashed jobs, and one with more is refused whole before any check."""
     settings, container = deployed()
     review = build(int(settings["MXJOB_MAX_BODY_BYTES"]))

@@ -8,6 +8,11 @@ from tests.realnode.conftest import Node, mxjob, replica
 FINISHED = "finished 30 rounds"
 
 
+#: A bound on liveness, not a goal: warm run 19 (a machine about 1.7 times slower than the one
+#: these tests were written on, load average ~20) saw no dist_sync job Succeeded within 180 s.
+SUCCEEDED_WITHIN = 420
+
+
 def dist_job(cluster: Node, name: str, **spec: Any) -> dict[str, Any]:
     image = cluster.image("mxjob-mxnet")
     return mxjob(
@@ -23,7 +28,7 @@ def dist_job(cluster: Node, name: str, **spec: Any) -> dict[str, Any]:
 
 def test_dist_sync_training_succeeds(cluster: Node) -> None:
     cluster.apply(dist_job(cluster, "train"))
-    _, reason, _ = cluster.wait_condition("train", "Succeeded", timeout=180)
+    _, reason, _ = cluster.wait_condition("train", "Succeeded", timeout=SUCCEEDED_WITHIN)
     assert reason == "MXJobSucceeded"
     status = cluster.status("train")
     assert status["completionTime"] >= status["startTime"]
@@ -67,7 +72,7 @@ def test_all_workers_policy_succeeds_while_the_scheduler_runs(cluster: Node) -> 
     job = dist_job(cluster, "byteps-like", successPolicy="AllWorkers")
     job["spec"]["mxReplicaSpecs"]["Scheduler"] = replica(image, command=keeps_running)
     cluster.apply(job)
-    cluster.wait_condition("byteps-like", "Succeeded", timeout=180)
+    cluster.wait_condition("byteps-like", "Succeeded", timeout=SUCCEEDED_WITHIN)
     # cleanPodPolicy Running: the still-running Scheduler goes once the job has succeeded.
     wait_for(
         "the running scheduler removed",
@@ -93,7 +98,7 @@ def test_tune_job_finds_its_servers_through_mx_config(cluster: Node) -> None:
             jobMode="MXTune",
         )
     )
-    cluster.wait_condition("tune", "Succeeded", timeout=180)
+    cluster.wait_condition("tune", "Succeeded", timeout=SUCCEEDED_WITHIN)
     assert "2 servers under key 'cpu-rn'" in cluster.logs("tune-tuner-0")
     # The tracker and servers were still running: cleanPodPolicy Running removed them.
     wait_for("tracker and servers removed", lambda: set(cluster.pods("tune")) == {"tune-tuner-0"})
@@ -119,7 +124,7 @@ def test_ttl_controller_deletes_a_finished_job(cluster: Node) -> None:
         runPolicy={"ttlSecondsAfterFinished": 10},
     )
     cluster.apply(job)
-    cluster.wait_condition("short-lived", "Succeeded", timeout=180)
+    cluster.wait_condition("short-lived", "Succeeded", timeout=SUCCEEDED_WITHIN)
     # The TTL component runs as its own Deployment with its own ServiceAccount (RBAC enforced).
     wait_for(
         "the TTL controller to delete the job", lambda: not cluster.get("mxjob", "short-lived"), 90
