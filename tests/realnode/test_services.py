@@ -38,7 +38,9 @@ def test_a_job_with_one_service_trains_and_takes_back_a_replaced_worker(cluster:
     }
     applied = time.time()
     cluster.apply(mxjob(name, replicas, serviceMode="PerJob"))
-    cluster.wait_log(f"{name}-worker-1", "round 5 ok", timeout=180)
+    # Bounds on liveness, not goals: on a machine twice as slow under make test's load the
+    # first round came 118.2 s after the apply (warm run 19), the rejoin past 120 s (run 20).
+    cluster.wait_log(f"{name}-worker-1", "round 5 ok", timeout=360)
     started = max(first_round(cluster, f"{name}-worker-{i}") for i in range(2)) - applied
     service = f"{name}-mxjob"
     assert set(cluster.services(name)) == {service}, cluster.services(name)
@@ -50,7 +52,7 @@ def test_a_job_with_one_service_trains_and_takes_back_a_replaced_worker(cluster:
     cluster.kill(f"{name}-worker-1")
     replacement = f"{name}-worker-1-r1"
     cluster.wait_pods(name, {replacement})
-    cluster.wait_log(replacement, "starts at round", timeout=120)
+    cluster.wait_log(replacement, "starts at round", timeout=300)
     rejoined = time.monotonic() - killed
     new = cluster.get("pod", replacement) or {}
     assert new["spec"]["hostname"] == f"{name}-worker-1", new["spec"]
