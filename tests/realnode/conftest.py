@@ -17,6 +17,7 @@ import os
 import signal
 import threading
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -95,6 +96,15 @@ class Node(Cluster):
 
     def logs(self, pod: str) -> str:
         return str(self.kubectl("logs", "-n", NAMESPACE, pod, check=False).stdout)
+
+    def stamped_log(self, pod: str) -> list[tuple[datetime, str]]:
+        """The pod's log line by line, each with when the container runtime received it
+        (`kubectl logs --timestamps`)."""
+        out = str(self.kubectl("logs", "-n", NAMESPACE, pod, "--timestamps", check=False).stdout)
+        split = (line.partition(" ") for line in out.splitlines())
+        return [
+            (datetime.fromisoformat(stamp.replace("Z", "+00:00")), text) for stamp, _, text in split
+        ]
 
     def wait_log(self, pod: str, text: str, timeout: float = 90) -> None:
         wait_for(f"{text!r} in the log of {pod}", lambda: text in self.logs(pod), timeout)

@@ -57,11 +57,9 @@ def progress(cluster: Node, job: str) -> dict[str, Any]:
 
 def first_report(cluster: Node, pod: str) -> datetime:
     """When the kubelet received the first Speedometer line of the pod's log."""
-    proc = cluster.kubectl("logs", "-n", NAMESPACE, pod, "--timestamps", check=False)
-    for line in proc.stdout.splitlines():
-        stamp, _, text = line.partition(" ")
+    for stamp, text in cluster.stamped_log(pod):
         if "Speed:" in text:
-            return datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+            return stamp
     raise AssertionError(f"no Speedometer line in the log of {pod}")
 
 

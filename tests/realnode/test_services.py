@@ -3,7 +3,6 @@ other as `<replica>.<job>-mxjob` through its one headless Service and the cluste
 and take back a replaced Worker, whose address follows it to its new pod."""
 
 import time
-from datetime import datetime
 
 from tests.e2e.conftest import NAMESPACE, wait_for
 from tests.realnode.conftest import Node, mxjob, replica
@@ -13,12 +12,11 @@ ROUNDS = {"ROUNDS": "30", "ROUND_SECONDS": "0.5"}
 
 def first_round(cluster: Node, pod: str) -> float:
     """When a Worker's log shows its round 0 done (the container runtime's timestamp)."""
-    out = cluster.kubectl("logs", "--timestamps", "-n", NAMESPACE, pod).stdout
-    for line in out.splitlines():
-        stamp, _, text = line.partition(" ")
+    log = cluster.stamped_log(pod)
+    for stamp, text in log:
         if "round 0 ok" in text:
-            return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
-    raise AssertionError(f"no round 0 in the log of {pod}: {out}")
+            return stamp.timestamp()
+    raise AssertionError(f"no round 0 in the log of {pod}: {log}")
 
 
 def resolved(cluster: Node, pod: str, name: str) -> str:
