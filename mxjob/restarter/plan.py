@@ -7,6 +7,14 @@ label `LABEL_RUN` say N, and, once G is true, its annotation `ANNOTATION_GO` say
 A key whose value is a larger number than N is left as it is: a late or stale order never takes
 a pod back to an earlier run. The patch opens with a `test` of the pod's uid, so that it never
 lands on another pod that took the name since the list.
+
+The nudge: `go` is written with `ANNOTATION_NUDGE`, the moment (Unix seconds). A pod its
+barrier still holds NUDGE_SECONDS after that, its `go` in step, gets the nudge alone again:
+the kubelet can leave a pod's downward API files stale until its next periodic sync (a minute
+or more) when an edit lands while it is writing them again for an earlier change, which a pod
+restarting all its containers does over and over (seen on the real node: one barrier of three
+let go 87 s after the others, the three `go` patches 50 ms apart); any edit of the pod makes it
+write them again.
 """
 
 from dataclasses import dataclass
@@ -14,8 +22,10 @@ from typing import Any
 
 from hooks.core.public import (
     ANNOTATION_GO,
+    ANNOTATION_NUDGE,
     ANNOTATION_RESTART,
     ANNOTATION_RUN,
+    BARRIER_CONTAINER,
     KIND,
     LABEL_JOB_NAME,
     LABEL_RUN,
@@ -25,6 +35,9 @@ from hooks.core.public import (
 
 #: The largest run the restarter writes: nine digits, what the pods' policy admits.
 MAX_RUN = 999_999_999
+#: Seconds a pod's barrier may hold it after its `go` was written before it is nudged: the
+#: kubelet writes a changed annotation into the files within a second or two when it does.
+NUDGE_SECONDS = 5
 
 #: A JSON patch (RFC 6902): the list of operations the API server applies in order, or none.
 Patch = list[dict[str, Any]]
@@ -48,11 +61,12 @@ class Order:
 
 @dataclass(frozen=True)
 class Plan:
-    """What a pod needs: `patch` (empty when it is in step), and the keys left because the pod
-    holds a larger number than the order's run."""
+    """What a pod needs: `patch` (empty when it is in step), the keys left because the pod
+    holds a larger number than the order's run, and whether the patch is a nudge alone."""
 
     patch: Patch
     ahead: tuple[str, ...] = ()
+    nudge: bool = False
 
 
 def order(job: object) -> Order | None:
@@ -91,25 +105,45 @@ def controlled(pod: object, job: Order) -> bool:
     )
 
 
-def plan(pod: object, job: Order) -> Plan:
-    """The patch that puts the pod in step with the order: a `test` of its uid, then an `add`
-    or `replace` of each key that differs (the pod's annotations or labels added whole when it
-    has none); no patch when nothing differs."""
+def plan(pod: object, job: Order, now: float) -> Plan:
+    """The patch that puts the pod in step with the order at `now` (Unix seconds): a `test` of
+    its uid, then an `add` or `replace` of each key that differs (the pod's annotations or
+    labels added whole when it has none), the nudge with `go` or, for a pod held too long
+    since, alone; no patch when nothing differs and no nudge is due."""
     value = str(job.run)
     operations: Patch = []
     ahead: list[str] = []
+    nudge = False
     for field, keys in wanted_keys(job).items():
         present = dig(pod, "metadata", field)
         have = present if isinstance(present, dict) else {}
         ahead += [key for key in keys if _number(have.get(key)) > job.run]
         # `ahead` so far, the annotations' too: the run label's key is the run annotation's
         # (LABEL_RUN is ANNOTATION_RUN), so a run annotation ahead leaves the label as it is.
-        differ = [key for key in keys if have.get(key) != value and key not in ahead]
-        operations += writes(field, present, differ, value)
+        values = {key: value for key in keys if have.get(key) != value and key not in ahead}
+        if field == "annotations":
+            nudge = not values and _nudge_due(pod, job, now)
+            if ANNOTATION_GO in values or nudge:
+                values[ANNOTATION_NUDGE] = str(int(now))
+        operations += writes(field, present, values)
     if not operations:
         return Plan([], tuple(ahead))
     test = {"op": "test", "path": pointer("metadata", "uid"), "value": dig(pod, "metadata", "uid")}
-    return Plan([test, *operations], tuple(ahead))
+    return Plan([test, *operations], tuple(ahead), nudge and len(operations) == 1)
+
+
+def _nudge_due(pod: object, job: Order, now: float) -> bool:
+    """Whether the pod's barrier still holds it NUDGE_SECONDS after its `go`, already the
+    order's run, was written or last nudged (a pod without a nudge: at once)."""
+    notes = dig(pod, "metadata", "annotations")
+    if not job.go or dig(notes, ANNOTATION_GO) != str(job.run):
+        return False
+    if _number(dig(notes, ANNOTATION_NUDGE)) > now - NUDGE_SECONDS:
+        return False
+    return any(
+        dig(seen, "name") == BARRIER_CONTAINER and isinstance(dig(seen, "state", "running"), dict)
+        for seen in dig_list(pod, "status", "initContainerStatuses")
+    )
 
 
 def wanted_keys(job: Order) -> dict[str, list[str]]:
@@ -121,23 +155,21 @@ def wanted_keys(job: Order) -> dict[str, list[str]]:
     }
 
 
-def writes(field: str, present: object, keys: list[str], value: str) -> Patch:
-    """The operations that set `keys` of the pod's `field` (what it holds: `present`) to
-    `value`: the field added whole when the pod has none, else an `add` or `replace` of each
-    key; none without keys."""
-    if not keys:
+def writes(field: str, present: object, values: dict[str, str]) -> Patch:
+    """The operations that set the pod's `field` (what it holds: `present`) to `values` by
+    key: the field added whole when the pod has none, else an `add` or `replace` of each key;
+    none without values."""
+    if not values:
         return []
     if not isinstance(present, dict):
-        return [
-            {"op": "add", "path": pointer("metadata", field), "value": dict.fromkeys(keys, value)}
-        ]
+        return [{"op": "add", "path": pointer("metadata", field), "value": values}]
     return [
         {
             "op": "replace" if key in present else "add",
             "path": pointer("metadata", field, key),
-            "value": value,
+            "value": written,
         }
-        for key in keys
+        for key, written in values.items()
     ]
 
 
