@@ -126,6 +126,15 @@ def held(candidate: dict[str, Any], state: dict[str, Any] | None = None) -> dict
     return candidate
 
 
+def running(candidate: dict[str, Any], state: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The pod let go by its barrier once, its mxnet container in `state` (running)."""
+    barrier = {"name": "mxjob-barrier", "state": {"terminated": {"exitCode": 0}}}
+    mxnet = {"name": "mxnet", "state": state or {"running": {}}}
+    candidate["status"] = {"phase": "Running", "initContainerStatuses": [barrier],
+                           "containerStatuses": [mxnet]}  # fmt: skip
+    return candidate
+
+
 def ordered(run: int = 3, *, go: bool = False, name: str = "train") -> Order:
     return Order("team-a", name, f"uid-{name}", run, go)
 
@@ -225,10 +234,12 @@ RAISED = [
 
 PLAN_CASES = [
     (
-        "a pod with no annotations: they are added whole, the label beside the others",
+        "a pod with no annotations: they are added whole with the nudge's moment, the label"
+        " beside the others",
         pod(), ordered(3),
         Plan([TEST_UID, {"op": "add", "path": "/metadata/annotations",
-                         "value": {ANNOTATION_RESTART: "3", ANNOTATION_RUN: "3"}},
+                         "value": {ANNOTATION_RESTART: "3", ANNOTATION_RUN: "3",
+                                   ANNOTATION_NUDGE: "1000"}},
               {"op": "add", "path": RUN, "value": "3"}]),
     ),
     (
@@ -252,6 +263,7 @@ PLAN_CASES = [
         pod(annotations={ANNOTATION_GO: "2"}), ordered(3),
         Plan([TEST_UID, {"op": "add", "path": RESTART, "value": "3"},
               {"op": "add", "path": NOTE_RUN, "value": "3"},
+              {"op": "add", "path": NUDGE, "value": "1000"},
               {"op": "add", "path": RUN, "value": "3"}]),
     ),
     (
@@ -330,6 +342,28 @@ PLAN_CASES = [
         held(pod(annotations={**IN_STEP, ANNOTATION_NUDGE: "900"}, labels={LABEL_RUN: "3"}),
              {"terminated": {"exitCode": 0}}),
         ordered(3, go=True),
+        Plan([]),
+    ),
+    (
+        "before go, its process still running unheld 5 s after restart: nudged",
+        running(pod(annotations={ANNOTATION_RESTART: "3", ANNOTATION_RUN: "3",
+                                 ANNOTATION_NUDGE: "995"}, labels={LABEL_RUN: "3"})),
+        ordered(3),
+        Plan([TEST_UID, {"op": "replace", "path": NUDGE, "value": "1000"}], nudge=True),
+    ),
+    (
+        "before go, its process running, restart written 4 s ago: no patch yet",
+        running(pod(annotations={ANNOTATION_RESTART: "3", ANNOTATION_RUN: "3",
+                                 ANNOTATION_NUDGE: "996"}, labels={LABEL_RUN: "3"})),
+        ordered(3),
+        Plan([]),
+    ),
+    (
+        "before go, its process ended (a failed pod, or one restarting): no nudge",
+        running(pod(annotations={ANNOTATION_RESTART: "3", ANNOTATION_RUN: "3",
+                                 ANNOTATION_NUDGE: "900"}, labels={LABEL_RUN: "3"}),
+                {"terminated": {"exitCode": 137}}),
+        ordered(3),
         Plan([]),
     ),
     (
@@ -542,6 +576,7 @@ def test_a_pass_puts_every_pod_of_an_ordered_job_in_step_with_one_patch_each() -
         {"op": "test", "path": "/metadata/uid", "value": "pod-train-worker-1"},
         {"op": "add", "path": RESTART, "value": "3"},
         {"op": "add", "path": NOTE_RUN, "value": "3"},
+        {"op": "add", "path": NUDGE, "value": "1000"},
         {"op": "add", "path": RUN, "value": "3"},
     ])  # fmt: skip
     assert all(in_step(p, 3, go=False) for p in api.pods)
@@ -559,7 +594,7 @@ def test_go_is_written_only_once_the_order_says_go() -> None:
     job["status"]["inPlaceRestart"]["go"] = True
     assert api.run_once() == Result(patched=1)
     assert api.patches[-1][1][1:] == [
-        {"op": "add", "path": GO, "value": "3"}, {"op": "add", "path": NUDGE, "value": "1000"},
+        {"op": "add", "path": GO, "value": "3"}, {"op": "replace", "path": NUDGE, "value": "1000"},
     ]  # fmt: skip
     assert in_step(api.pods[0], 3, go=True)
 
@@ -752,10 +787,10 @@ def test_a_changed_order_is_acted_on_as_it_comes() -> None:
     assert 1000 <= go_at <= api.now, "the nudge's moment: the wall clock's as go was written"
     assert [body[1:] for _, body in api.patches] == [
         [{"op": "add", "path": "/metadata/annotations",
-          "value": {ANNOTATION_RESTART: "3", ANNOTATION_RUN: "3"}},
+          "value": {ANNOTATION_RESTART: "3", ANNOTATION_RUN: "3", ANNOTATION_NUDGE: "1000"}},
          {"op": "add", "path": RUN, "value": "3"}],
         [{"op": "add", "path": GO, "value": "3"},
-         {"op": "add", "path": NUDGE, "value": str(int(go_at))}],
+         {"op": "replace", "path": NUDGE, "value": str(int(go_at))}],
     ]  # fmt: skip
 
 

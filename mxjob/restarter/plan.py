@@ -8,13 +8,13 @@ A key whose value is a larger number than N is left as it is: a late or stale or
 a pod back to an earlier run. The patch opens with a `test` of the pod's uid, so that it never
 lands on another pod that took the name since the list.
 
-The nudge: `go` is written with `ANNOTATION_NUDGE`, the moment (Unix seconds). A pod its
-barrier still holds NUDGE_SECONDS after that, its `go` in step, gets the nudge alone again:
-the kubelet can leave a pod's downward API files stale until its next periodic sync (a minute
-or more) when an edit lands while it is writing them again for an earlier change, which a pod
-restarting all its containers does over and over (seen on the real node: one barrier of three
-let go 87 s after the others, the three `go` patches 50 ms apart); any edit of the pod makes it
-write them again.
+The nudge: `restart` and `go` are written with `ANNOTATION_NUDGE`, the moment (Unix seconds). A
+pod that has not acted on them NUDGE_SECONDS after that (after go, its barrier still holds it;
+before, its process still runs unheld) gets the nudge alone again: the kubelet can leave a pod's
+downward API files stale until its next periodic sync (a minute or more) when an edit lands
+while it is writing them again for an earlier change, which a pod restarting all its containers
+does over and over (seen on the real node: one barrier of three let go 87 s after the others,
+the three `go` patches 50 ms apart); any edit of the pod makes it write them again.
 """
 
 from dataclasses import dataclass
@@ -29,6 +29,7 @@ from hooks.core.public import (
     KIND,
     LABEL_JOB_NAME,
     LABEL_RUN,
+    MXNET_CONTAINER,
     dig,
     dig_list,
 )
@@ -123,7 +124,7 @@ def plan(pod: object, job: Order, now: float) -> Plan:
         values = {key: value for key in keys if have.get(key) != value and key not in ahead}
         if field == "annotations":
             nudge = not values and _nudge_due(pod, job, now)
-            if ANNOTATION_GO in values or nudge:
+            if ANNOTATION_RESTART in values or ANNOTATION_GO in values or nudge:
                 values[ANNOTATION_NUDGE] = str(int(now))
         operations += writes(field, present, values)
     if not operations:
@@ -133,17 +134,31 @@ def plan(pod: object, job: Order, now: float) -> Plan:
 
 
 def _nudge_due(pod: object, job: Order, now: float) -> bool:
-    """Whether the pod's barrier still holds it NUDGE_SECONDS after its `go`, already the
-    order's run, was written or last nudged (a pod without a nudge: at once)."""
+    """Whether the pod has not acted on the order NUDGE_SECONDS after it was written or last
+    nudged (a pod without the moment: at once): after go, its barrier still holds it, its `go`
+    written; before, its `restart` written, its process still runs and no barrier holds it."""
     notes = dig(pod, "metadata", "annotations")
-    if not job.go or dig(notes, ANNOTATION_GO) != str(job.run):
-        return False
     if _number(dig(notes, ANNOTATION_NUDGE)) > now - NUDGE_SECONDS:
         return False
-    return any(
-        dig(seen, "name") == BARRIER_CONTAINER and isinstance(dig(seen, "state", "running"), dict)
-        for seen in dig_list(pod, "status", "initContainerStatuses")
+    barrier = _state(pod, "initContainerStatuses", BARRIER_CONTAINER)
+    if job.go:
+        return dig(notes, ANNOTATION_GO) == str(job.run) and barrier == "running"
+    mxnet = _state(pod, "containerStatuses", MXNET_CONTAINER)
+    return (
+        dig(notes, ANNOTATION_RESTART) == str(job.run)
+        and barrier != "running"
+        and mxnet == "running"
     )
+
+
+def _state(pod: object, statuses: str, name: str) -> str | None:
+    """Whether the pod's container `name` (of its `statuses`) is running, waiting or
+    terminated, as the kubelet last reported; None when it reported none."""
+    for seen in dig_list(pod, "status", statuses):
+        state = dig(seen, "state")
+        if dig(seen, "name") == name and isinstance(state, dict) and len(state) == 1:
+            return str(next(iter(state)))
+    return None
 
 
 def wanted_keys(job: Order) -> dict[str, list[str]]:
