@@ -135,6 +135,12 @@ def running(candidate: dict[str, Any], state: dict[str, Any] | None = None) -> d
     return candidate
 
 
+def made_at(candidate: dict[str, Any], moment: str) -> dict[str, Any]:
+    """The pod made at `moment` (NOW is 1970-01-01T00:16:40Z)."""
+    candidate["metadata"]["creationTimestamp"] = moment
+    return candidate
+
+
 def ordered(run: int = 3, *, go: bool = False, name: str = "train") -> Order:
     return Order("team-a", name, f"uid-{name}", run, go)
 
@@ -330,6 +336,18 @@ PLAN_CASES = [
         held(pod(annotations={**IN_STEP, ANNOTATION_NUDGE: "soon"}, labels={LABEL_RUN: "3"})),
         ordered(3, go=True),
         Plan([TEST_UID, {"op": "replace", "path": NUDGE, "value": "1000"}], nudge=True),
+    ),
+    (
+        "held, made by the hook with go 2 s ago (no moment): its making is the moment, not yet",
+        made_at(held(pod(annotations=IN_STEP, labels={LABEL_RUN: "3"})), "1970-01-01T00:16:38Z"),
+        ordered(3, go=True),
+        Plan([]),
+    ),
+    (
+        "held, made by the hook with go 6 s ago (no moment): nudged",
+        made_at(held(pod(annotations=IN_STEP, labels={LABEL_RUN: "3"})), "1970-01-01T00:16:34Z"),
+        ordered(3, go=True),
+        Plan([TEST_UID, {"op": "add", "path": NUDGE, "value": "1000"}], nudge=True),
     ),
     (
         "held with its run label behind: the label, and the nudge beside it",

@@ -32,6 +32,7 @@ from hooks.core.public import (
     MXNET_CONTAINER,
     dig,
     dig_list,
+    parse_time,
 )
 
 #: The largest run the restarter writes: nine digits, what the pods' policy admits.
@@ -135,10 +136,13 @@ def plan(pod: object, job: Order, now: float) -> Plan:
 
 def _nudge_due(pod: object, job: Order, now: float) -> bool:
     """Whether the pod has not acted on the order NUDGE_SECONDS after it was written or last
-    nudged (a pod without the moment: at once): after go, its barrier still holds it, its `go`
-    written; before, its `restart` written, its process still runs and no barrier holds it."""
+    nudged (without that moment, after the pod was made: the hook makes a pod of a new run with
+    its annotations): after go, its barrier still holds it, its `go` written; before, its
+    `restart` written, its process still runs and no barrier holds it."""
     notes = dig(pod, "metadata", "annotations")
-    if _number(dig(notes, ANNOTATION_NUDGE)) > now - NUDGE_SECONDS:
+    made = parse_time(dig(pod, "metadata", "creationTimestamp"))
+    written = _number(dig(notes, ANNOTATION_NUDGE))
+    if max(written, made.timestamp() if made else -1) > now - NUDGE_SECONDS:
         return False
     barrier = _state(pod, "initContainerStatuses", BARRIER_CONTAINER)
     if job.go:
