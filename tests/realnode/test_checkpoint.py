@@ -194,15 +194,17 @@ def moments(cluster: Node, pod: dict[str, Any], since: float) -> dict[str, float
 
 
 def restarter_patches(cluster: Node, job: str, since: float) -> dict[str, list[float]]:
-    """When the restarter component patched the job's pods, by what it wrote (the order, go, a
-    nudge), in seconds after `since` (its log: docs/restarts.md#in-place)."""
+    """When the restarter component patched the job's pods (this very job's: its uid), by what
+    it wrote (the order, go, a nudge), in seconds after `since` (its log:
+    docs/restarts.md#in-place)."""
+    uid = (cluster.get("mxjob", job) or {}).get("metadata", {}).get("uid")
     log = cluster.kubectl(
         "logs", "-n", HOOK_NAMESPACE, "deployment/mxjob-restarter", "--since=15m", check=False
     ).stdout
     found: dict[str, list[float]] = {}
     for line in log.splitlines():
         entry = json.loads(line) if line.startswith("{") else {}
-        if entry.get("name") != job or entry.get("namespace") != NAMESPACE:
+        if entry.get("uid") != uid:
             continue
         what = "nudge" if entry.get("action") == "nudge" else f"go={entry.get('go')}"
         at = datetime.fromisoformat(entry["time"].replace("Z", "+00:00")).timestamp() - since
