@@ -24,6 +24,7 @@ import yaml
 
 from hooks.core.public import (
     ANNOTATION_GO,
+    ANNOTATION_NUDGE,
     ANNOTATION_RESTART,
     ANNOTATION_RUN,
     LABEL_JOB_NAME,
@@ -42,6 +43,7 @@ from mxjob.restarter.controller import (
     run_once,
 )
 from mxjob.restarter.plan import (
+    NUDGE_SECONDS,
     Order,
     OrderError,
     Patch,
@@ -60,6 +62,9 @@ REPO = Path(__file__).resolve().parent.parent
 RESTART = "/metadata/annotations/mxjob.kubeflow.org~1restart"
 GO = "/metadata/annotations/mxjob.kubeflow.org~1go"
 RUN = "/metadata/labels/mxjob.kubeflow.org~1run"
+NUDGE = "/metadata/annotations/mxjob.kubeflow.org~1nudge"
+#: The moment the decisions are made at (Unix seconds), the fake cluster's clock's too.
+NOW = 1000.0
 NOTE_RUN = "/metadata/annotations/mxjob.kubeflow.org~1run"
 
 
@@ -111,6 +116,29 @@ def pod(
         "metadata": metadata,
         "spec": {"containers": [{"name": "mxnet", "image": "mxnet:1.9"}]},
     }
+
+
+def held(candidate: dict[str, Any], state: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The pod with its barrier in `state` (running: the barrier holds it), as the kubelet
+    reports it."""
+    barrier = {"name": "mxjob-barrier", "state": state or {"running": {}}}
+    candidate["status"] = {"phase": "Pending", "initContainerStatuses": [barrier]}
+    return candidate
+
+
+def running(candidate: dict[str, Any], state: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The pod let go by its barrier once, its mxnet container in `state` (running)."""
+    barrier = {"name": "mxjob-barrier", "state": {"terminated": {"exitCode": 0}}}
+    mxnet = {"name": "mxnet", "state": state or {"running": {}}}
+    candidate["status"] = {"phase": "Running", "initContainerStatuses": [barrier],
+                           "containerStatuses": [mxnet]}  # fmt: skip
+    return candidate
+
+
+def made_at(candidate: dict[str, Any], moment: str) -> dict[str, Any]:
+    """The pod made at `moment` (NOW is 1970-01-01T00:16:40Z)."""
+    candidate["metadata"]["creationTimestamp"] = moment
+    return candidate
 
 
 def ordered(run: int = 3, *, go: bool = False, name: str = "train") -> Order:
@@ -206,23 +234,26 @@ RAISED = [
     {"op": "replace", "path": RESTART, "value": "3"},
     {"op": "replace", "path": NOTE_RUN, "value": "3"},
     {"op": "replace", "path": GO, "value": "3"},
+    {"op": "add", "path": NUDGE, "value": "1000"},
     {"op": "replace", "path": RUN, "value": "3"},
 ]
 
 PLAN_CASES = [
     (
-        "a pod with no annotations: they are added whole, the label beside the others",
+        "a pod with no annotations: they are added whole with the nudge's moment, the label"
+        " beside the others",
         pod(), ordered(3),
         Plan([TEST_UID, {"op": "add", "path": "/metadata/annotations",
-                         "value": {ANNOTATION_RESTART: "3", ANNOTATION_RUN: "3"}},
+                         "value": {ANNOTATION_RESTART: "3", ANNOTATION_RUN: "3",
+                                   ANNOTATION_NUDGE: "1000"}},
               {"op": "add", "path": RUN, "value": "3"}]),
     ),
     (
-        "go: the three annotations, in one add of the annotations",
+        "go: the three annotations and the nudge's moment, in one add of the annotations",
         pod(), ordered(3, go=True),
         Plan([TEST_UID, {"op": "add", "path": "/metadata/annotations",
                          "value": {ANNOTATION_RESTART: "3", ANNOTATION_RUN: "3",
-                                   ANNOTATION_GO: "3"}},
+                                   ANNOTATION_GO: "3", ANNOTATION_NUDGE: "1000"}},
               {"op": "add", "path": RUN, "value": "3"}]),
     ),
     (
@@ -238,13 +269,15 @@ PLAN_CASES = [
         pod(annotations={ANNOTATION_GO: "2"}), ordered(3),
         Plan([TEST_UID, {"op": "add", "path": RESTART, "value": "3"},
               {"op": "add", "path": NOTE_RUN, "value": "3"},
+              {"op": "add", "path": NUDGE, "value": "1000"},
               {"op": "add", "path": RUN, "value": "3"}]),
     ),
     (
-        "go given after the restart: only the go annotation",
+        "go given after the restart: only the go annotation, with the nudge's moment",
         pod(annotations={ANNOTATION_RESTART: "3", ANNOTATION_RUN: "3"}, labels={LABEL_RUN: "3"}),
         ordered(3, go=True),
-        Plan([TEST_UID, {"op": "add", "path": GO, "value": "3"}]),
+        Plan([TEST_UID, {"op": "add", "path": GO, "value": "3"},
+              {"op": "add", "path": NUDGE, "value": "1000"}]),
     ),
     (
         "in step: no patch",
@@ -264,6 +297,7 @@ PLAN_CASES = [
         ordered(3, go=True),
         Plan([TEST_UID, {"op": "replace", "path": NOTE_RUN, "value": "3"},
               {"op": "replace", "path": GO, "value": "3"},
+              {"op": "add", "path": NUDGE, "value": "1000"},
               {"op": "replace", "path": RUN, "value": "3"}], (ANNOTATION_RESTART,)),
     ),
     (
@@ -285,16 +319,95 @@ PLAN_CASES = [
         _without(pod(annotations=IN_STEP), "labels"), ordered(3, go=True),
         Plan([TEST_UID, {"op": "add", "path": "/metadata/labels", "value": {LABEL_RUN: "3"}}]),
     ),
+    (
+        "held by its barrier NUDGE_SECONDS after go: the nudge alone, at the moment",
+        held(pod(annotations={**IN_STEP, ANNOTATION_NUDGE: "995"}, labels={LABEL_RUN: "3"})),
+        ordered(3, go=True),
+        Plan([TEST_UID, {"op": "replace", "path": NUDGE, "value": "1000"}], nudge=True),
+    ),
+    (
+        "held, go written less than NUDGE_SECONDS ago: no patch yet",
+        held(pod(annotations={**IN_STEP, ANNOTATION_NUDGE: "996"}, labels={LABEL_RUN: "3"})),
+        ordered(3, go=True),
+        Plan([]),
+    ),
+    (
+        "held, go written without a moment (or not a number): nudged at once",
+        held(pod(annotations={**IN_STEP, ANNOTATION_NUDGE: "soon"}, labels={LABEL_RUN: "3"})),
+        ordered(3, go=True),
+        Plan([TEST_UID, {"op": "replace", "path": NUDGE, "value": "1000"}], nudge=True),
+    ),
+    (
+        "held, made by the hook with go 2 s ago (no moment): its making is the moment, not yet",
+        made_at(held(pod(annotations=IN_STEP, labels={LABEL_RUN: "3"})), "1970-01-01T00:16:38Z"),
+        ordered(3, go=True),
+        Plan([]),
+    ),
+    (
+        "held, made by the hook with go 6 s ago (no moment): nudged",
+        made_at(held(pod(annotations=IN_STEP, labels={LABEL_RUN: "3"})), "1970-01-01T00:16:34Z"),
+        ordered(3, go=True),
+        Plan([TEST_UID, {"op": "add", "path": NUDGE, "value": "1000"}], nudge=True),
+    ),
+    (
+        "held with its run label behind: the label, and the nudge beside it",
+        held(pod(annotations=IN_STEP, labels={LABEL_RUN: "2"})), ordered(3, go=True),
+        Plan([TEST_UID, {"op": "add", "path": NUDGE, "value": "1000"},
+              {"op": "replace", "path": RUN, "value": "3"}]),
+    ),
+    (
+        "released: its barrier has ended, no nudge",
+        held(pod(annotations={**IN_STEP, ANNOTATION_NUDGE: "900"}, labels={LABEL_RUN: "3"}),
+             {"terminated": {"exitCode": 0}}),
+        ordered(3, go=True),
+        Plan([]),
+    ),
+    (
+        "before go, its process still running unheld 5 s after restart: nudged",
+        running(pod(annotations={ANNOTATION_RESTART: "3", ANNOTATION_RUN: "3",
+                                 ANNOTATION_NUDGE: "995"}, labels={LABEL_RUN: "3"})),
+        ordered(3),
+        Plan([TEST_UID, {"op": "replace", "path": NUDGE, "value": "1000"}], nudge=True),
+    ),
+    (
+        "before go, its process running, restart written 4 s ago: no patch yet",
+        running(pod(annotations={ANNOTATION_RESTART: "3", ANNOTATION_RUN: "3",
+                                 ANNOTATION_NUDGE: "996"}, labels={LABEL_RUN: "3"})),
+        ordered(3),
+        Plan([]),
+    ),
+    (
+        "before go, its process ended (a failed pod, or one restarting): no nudge",
+        running(pod(annotations={ANNOTATION_RESTART: "3", ANNOTATION_RUN: "3",
+                                 ANNOTATION_NUDGE: "900"}, labels={LABEL_RUN: "3"}),
+                {"terminated": {"exitCode": 137}}),
+        ordered(3),
+        Plan([]),
+    ),
+    (
+        "held before go: the barrier waits as it should, no nudge",
+        held(pod(annotations={ANNOTATION_RESTART: "3", ANNOTATION_RUN: "3", ANNOTATION_GO: "2"},
+                 labels={LABEL_RUN: "3"})),
+        ordered(3),
+        Plan([]),
+    ),
+    (
+        "held, its go a later run's: kept, no nudge",
+        held(pod(annotations={ANNOTATION_RESTART: "3", ANNOTATION_RUN: "3", ANNOTATION_GO: "4"},
+                 labels={LABEL_RUN: "3"})),
+        ordered(3, go=True),
+        Plan([], (ANNOTATION_GO,)),
+    ),
 ]  # fmt: skip
 
 
 @pytest.mark.parametrize(("why", "candidate", "job", "want"), PLAN_CASES,
                          ids=[c[0] for c in PLAN_CASES])  # fmt: skip
 def test_plan(why: str, candidate: dict[str, Any], job: Order, want: Plan) -> None:
-    assert plan(candidate, job) == want, why
+    assert plan(candidate, job, NOW) == want, why
     if want.patch:
         patched = apply_patch(candidate, want.patch)
-        assert plan(patched, job) == Plan([], want.ahead), "one patch puts the pod in step"
+        assert plan(patched, job, NOW) == Plan([], want.ahead), "one patch puts the pod in step"
 
 
 WRITES_CASES = [
@@ -313,7 +426,7 @@ WRITES_CASES = [
     ("why", "present", "keys", "want"), WRITES_CASES, ids=[c[0] for c in WRITES_CASES]
 )
 def test_writes(why: str, present: object, keys: list[str], want: Patch) -> None:
-    assert writes("labels", present, keys, "3") == want, why
+    assert writes("labels", present, dict.fromkeys(keys, "3")) == want, why
 
 
 # --- the loop ---------------------------------------------------------------------------------
@@ -447,10 +560,10 @@ class FakeCluster:
         raise refused(404)
 
     def run_once(self, namespace: str | None = None) -> Result:
-        return run_once(self, self, namespace)
+        return run_once(self, self, namespace, self.clock)
 
     def run(self, interval: float = 2.0, namespace: str | None = None) -> None:
-        controller.run(self, self, interval, self.stop, namespace, self.clock)
+        controller.run(self, self, interval, self.stop, namespace, self.clock, self.clock)
 
     def pod(self, name: str) -> dict[str, Any]:
         (found,) = [p for p in self.pods if p["metadata"]["name"] == name]
@@ -481,6 +594,7 @@ def test_a_pass_puts_every_pod_of_an_ordered_job_in_step_with_one_patch_each() -
         {"op": "test", "path": "/metadata/uid", "value": "pod-train-worker-1"},
         {"op": "add", "path": RESTART, "value": "3"},
         {"op": "add", "path": NOTE_RUN, "value": "3"},
+        {"op": "add", "path": NUDGE, "value": "1000"},
         {"op": "add", "path": RUN, "value": "3"},
     ])  # fmt: skip
     assert all(in_step(p, 3, go=False) for p in api.pods)
@@ -497,8 +611,32 @@ def test_go_is_written_only_once_the_order_says_go() -> None:
     assert ANNOTATION_GO not in api.pods[0]["metadata"]["annotations"]
     job["status"]["inPlaceRestart"]["go"] = True
     assert api.run_once() == Result(patched=1)
-    assert api.patches[-1][1][1:] == [{"op": "add", "path": GO, "value": "3"}]
+    assert api.patches[-1][1][1:] == [
+        {"op": "add", "path": GO, "value": "3"}, {"op": "replace", "path": NUDGE, "value": "1000"},
+    ]  # fmt: skip
     assert in_step(api.pods[0], 3, go=True)
+
+
+def test_a_pod_its_barrier_still_holds_after_go_is_nudged_every_nudge_seconds(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The kubelet may leave the go file stale (plan.py): the pod is edited again until its
+    barrier lets it go, once per NUDGE_SECONDS, and each nudge is logged and counted."""
+    job = mxjob(restart={"run": 3, "go": True})
+    api = FakeCluster([job], [held(pod()), pod("train-worker-1")])
+    assert api.run_once() == Result(patched=2), "go written, with the moment, to both"
+    api.now += NUDGE_SECONDS - 1
+    assert api.run_once() == Result(), "too soon"
+    api.now += 1
+    with caplog.at_level(logging.INFO, logger="restarter"):
+        assert api.run_once() == Result(patched=1, nudged=1)
+    assert api.patches[-1] == ("train-worker-0", [
+        TEST_UID, {"op": "replace", "path": NUDGE, "value": str(int(api.now))}])  # fmt: skip
+    lines = [json.loads(JsonFormatter().format(r)) for r in caplog.records]
+    assert [(line["action"], line.get("pod")) for line in lines] == [("nudge", "train-worker-0")]
+    api.pods[0]["status"]["initContainerStatuses"][0]["state"] = {"terminated": {"exitCode": 0}}
+    api.now += NUDGE_SECONDS
+    assert api.run_once() == Result(), "released: left alone"
 
 
 def test_pods_not_of_this_job_are_untouched() -> None:
@@ -521,7 +659,8 @@ def test_a_larger_number_on_a_pod_is_kept(caplog: pytest.LogCaptureFixture) -> N
     with caplog.at_level(logging.DEBUG, logger="restarter"):
         assert api.run_once() == Result(patched=1)
     meta = api.pods[0]["metadata"]
-    assert meta["annotations"] == {ANNOTATION_RESTART: "5", ANNOTATION_RUN: "3", ANNOTATION_GO: "3"}
+    assert meta["annotations"] == {ANNOTATION_RESTART: "5", ANNOTATION_RUN: "3", ANNOTATION_GO: "3",
+                                   ANNOTATION_NUDGE: "1000"}  # fmt: skip
     assert meta["labels"][LABEL_RUN] == "5"
     kept = [json.loads(JsonFormatter().format(r)) for r in caplog.records]
     assert [(line["level"], line["action"]) for line in kept if line["action"] == "ahead"] == [
@@ -602,19 +741,19 @@ def test_the_pods_are_read_a_page_at_a_time_and_patched_a_bounded_number_per_act
     pods = [pod(f"train-worker-{i:04}") for i in range(MAX_PATCHES * 2 + 3)]
     api = FakeCluster([], pods, page_size=400)
     with caplog.at_level(logging.INFO, logger="restarter"):
-        assert act(api, ordered(3)) == Result(patched=MAX_PATCHES)
+        assert act(api, ordered(3), NOW) == Result(patched=MAX_PATCHES)
     assert api.calls.count(SELECT) == 3, "1000 patched by the third page of 400"
     assert not any(in_step(p, 3, go=False) for p in api.pods[MAX_PATCHES:])
     bound = [json.loads(JsonFormatter().format(r)) for r in caplog.records]
     assert [(line["name"], line["action"]) for line in bound if line["action"] != "patch"] == [
         ("train", "bound")
     ]
-    assert act(api, ordered(3)) == Result(patched=MAX_PATCHES)
-    assert act(api, ordered(3)) == Result(patched=3)
+    assert act(api, ordered(3), NOW) == Result(patched=MAX_PATCHES)
+    assert act(api, ordered(3), NOW) == Result(patched=3)
     assert all(in_step(p, 3, go=False) for p in api.pods)
     patched = [name for name, _ in api.patches]
     assert sorted(patched) == [p["metadata"]["name"] for p in pods], "each pod once (8 at once)"
-    assert act(api, ordered(3)) == Result(), "in step: listed, nothing patched"
+    assert act(api, ordered(3), NOW) == Result(), "in step: listed, nothing patched"
 
 
 def test_one_namespace() -> None:
@@ -662,11 +801,14 @@ def test_a_changed_order_is_acted_on_as_it_comes() -> None:
                       stop_after=3)  # fmt: skip
     api.run(interval=2.0)
     assert in_step(api.pods[0], 3, go=True)
+    go_at = float(api.pods[0]["metadata"]["annotations"][ANNOTATION_NUDGE])
+    assert 1000 <= go_at <= api.now, "the nudge's moment: the wall clock's as go was written"
     assert [body[1:] for _, body in api.patches] == [
         [{"op": "add", "path": "/metadata/annotations",
-          "value": {ANNOTATION_RESTART: "3", ANNOTATION_RUN: "3"}},
+          "value": {ANNOTATION_RESTART: "3", ANNOTATION_RUN: "3", ANNOTATION_NUDGE: "1000"}},
          {"op": "add", "path": RUN, "value": "3"}],
-        [{"op": "add", "path": GO, "value": "3"}],
+        [{"op": "add", "path": GO, "value": "3"},
+         {"op": "replace", "path": NUDGE, "value": str(int(go_at))}],
     ]  # fmt: skip
 
 
@@ -805,6 +947,13 @@ REFUSED = {
     "the run annotation not a number": _changed(
         lambda m: m["annotations"].update({ANNOTATION_RUN: "three"})
     ),
+    "a nudge not a moment": _changed(lambda m: m["annotations"].update({ANNOTATION_NUDGE: "now"})),
+    "a nudge of 13 digits": _changed(
+        lambda m: m["annotations"].update({ANNOTATION_NUDGE: "1234567890123"})
+    ),
+    "the nudge's moment on a label": _changed(
+        lambda m: m["labels"].update({ANNOTATION_NUDGE: "1765100000"})
+    ),
     "an owner changed": _changed(lambda m: m.update(ownerReferences=[owner("uid-other")])),
     "a finalizer added": _changed(lambda m: m.update(finalizers=["example.com/hold"])),
 }
@@ -821,6 +970,8 @@ def test_the_policy_admits_what_it_should_and_only_for_mxjob_pods() -> None:
                                                           ANNOTATION_GO: "3"}),
                                  m["labels"].update({LABEL_RUN: "3"})))  # fmt: skip
     assert admitted(BEFORE, raised)
+    nudged = _changed(lambda m: m["annotations"].update({ANNOTATION_NUDGE: "1765100000"}))
+    assert admitted(BEFORE, nudged), "a nudge: a moment, ten digits"
     assert admitted(BEFORE, copy.deepcopy(BEFORE)), "an update that changes nothing"
     orphan = copy.deepcopy(BEFORE)
     orphan["metadata"]["ownerReferences"] = [owner("uid-train", kind="ReplicaSet")]
@@ -951,4 +1102,4 @@ def test_an_acts_patches_are_in_flight_together() -> None:
         together.wait()
 
     api.before_patch = wait
-    assert act(api, ordered(3)) == Result(patched=PARALLEL_PATCHES)
+    assert act(api, ordered(3), NOW) == Result(patched=PARALLEL_PATCHES)

@@ -10,9 +10,11 @@ from hooks.core import budget
 from hooks.core.api import (
     ALL_TYPES,
     ANNOTATION_GO,
+    ANNOTATION_NUDGE,
     ANNOTATION_PROGRESS,
     ANNOTATION_RESTART,
     ANNOTATION_RUN,
+    BARRIER_CONTAINER,
     GROUP,
     KIND,
     LABEL_JOB_NAME,
@@ -52,9 +54,11 @@ from hooks.core.validation import validate
 __all__ = [
     "ALL_TYPES",
     "ANNOTATION_GO",
+    "ANNOTATION_NUDGE",
     "ANNOTATION_PROGRESS",
     "ANNOTATION_RESTART",
     "ANNOTATION_RUN",
+    "BARRIER_CONTAINER",
     "CHECKPOINT_PATH",
     "GROUP",
     "KIND",

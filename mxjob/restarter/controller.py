@@ -39,7 +39,17 @@ from mxjob.component.kube import (
     list_jobs,
     paged,
 )
-from mxjob.restarter.plan import Order, OrderError, Patch, controlled, order, plan, selector
+from mxjob.restarter.plan import (
+    NUDGE_SECONDS,
+    Order,
+    OrderError,
+    Patch,
+    Plan,
+    controlled,
+    order,
+    plan,
+    selector,
+)
 
 LOG = logging.getLogger("restarter")
 #: How long a watch lasts while no job has an order (and SIGTERM is noticed at the latest).
@@ -88,10 +98,12 @@ class PassError(Exception):
 
 @dataclass
 class Result:
-    """What acts did: pods patched, patches that lost a race, failures (on a job or a pod),
-    and jobs skipped for a malformed order."""
+    """What acts did: pods patched (of them, nudged: held by their barrier too long after
+    `go`), patches that lost a race, failures (on a job or a pod), and jobs skipped for a
+    malformed order."""
 
     patched: int = 0
+    nudged: int = 0
     races: int = 0
     errors: int = 0
     skipped: int = 0
@@ -108,14 +120,19 @@ def clients(api: client.ApiClient) -> tuple[MXJobLister, Pods]:
     return jobs, pods
 
 
-def run_once(jobs: MXJobLister, pods: Pods, namespace: str | None = None) -> Result:
+def run_once(
+    jobs: MXJobLister,
+    pods: Pods,
+    namespace: str | None = None,
+    wall: Callable[[], float] = time.time,
+) -> Result:
     """One pass over a list of every MXJob (of `namespace`, or of all): act on each with an
     order. A failure on one job is logged and counted; one while listing propagates."""
     result = Result()
     for job in list_jobs(jobs, namespace):
         found = _order(job, result)
         if found is not None:
-            result.add(act(pods, found))
+            result.add(act(pods, found, wall()))
     return result
 
 
@@ -131,22 +148,23 @@ def _order(job: object, result: Result) -> Order | None:
         return None
 
 
-def act(pods: Pods, job: Order) -> Result:
-    """Patch each pod of the job that is not in step with its order. A failure on one pod is
-    logged and counted and the others go on; one listing the pods is logged and counted."""
+def act(pods: Pods, job: Order, now: float) -> Result:
+    """Patch each pod of the job that is not in step with its order at `now` (Unix seconds:
+    the nudge's moment). A failure on one pod is logged and counted and the others go on; one
+    listing the pods is logged and counted."""
     result = Result()
     with ThreadPoolExecutor(PARALLEL_PATCHES, thread_name_prefix="patch") as pool:
         sent = [
-            pool.submit(_patch, pods, job, name, patch)
-            for name, patch in _planned(pods, job, result)
+            pool.submit(_patch, pods, job, name, planned)
+            for name, planned in _planned(pods, job, now, result)
         ]
         for done in sent:
             result.add(done.result())
     return result
 
 
-def _planned(pods: Pods, job: Order, result: Result) -> Iterator[tuple[str, Patch]]:
-    """The patch of each pod of the job that is not in step, MAX_PATCHES at most; a listing
+def _planned(pods: Pods, job: Order, now: float, result: Result) -> Iterator[tuple[str, Plan]]:
+    """The plan of each pod of the job that is not in step, MAX_PATCHES at most; a listing
     that fails is logged and counted in `result`, and ends them."""
     tried = 0
     listed = _pods(pods, job)
@@ -162,7 +180,7 @@ def _planned(pods: Pods, job: Order, result: Result) -> Iterator[tuple[str, Patc
         if not controlled(pod, job):
             continue
         name = str(dig(pod, "metadata", "name"))
-        planned = plan(pod, job)
+        planned = plan(pod, job, now)
         for key in planned.ahead:
             _log(logging.DEBUG, f"{key} kept: it names a later run", job, "ahead", pod=name)
         if not planned.patch:
@@ -171,7 +189,7 @@ def _planned(pods: Pods, job: Order, result: Result) -> Iterator[tuple[str, Patc
             _log(logging.INFO, f"{MAX_PATCHES} pods patched: the next act goes on", job, "bound")
             return
         tried += 1
-        yield name, planned.patch
+        yield name, planned
 
 
 def _pods(pods: Pods, job: Order) -> Iterator[object]:
@@ -187,12 +205,12 @@ def _pods(pods: Pods, job: Order) -> Iterator[object]:
     return paged(page)
 
 
-def _patch(pods: Pods, job: Order, name: str, patch: Patch) -> Result:
+def _patch(pods: Pods, job: Order, name: str, planned: Plan) -> Result:
     """Send one pod's patch; what it did."""
     result = Result()
     try:
         pods.patch_namespaced_pod(
-            name, job.namespace, patch,
+            name, job.namespace, planned.patch,
             _content_type=JSON_PATCH, _request_timeout=REQUEST_TIMEOUT_SECONDS,
         )  # fmt: skip
     except ApiException as exc:
@@ -207,7 +225,13 @@ def _patch(pods: Pods, job: Order, name: str, patch: Patch) -> Result:
         _failed(job, name, result)
         return result
     result.patched += 1
-    _log(logging.INFO, f"pod in step with run {job.run}", job, "patch", pod=name, go=str(job.go))
+    if planned.nudge:
+        result.nudged += 1
+        _log(logging.INFO, f"pod nudged: its barrier still holds it {NUDGE_SECONDS} s after go",
+             job, "nudge", pod=name)  # fmt: skip
+    else:
+        _log(logging.INFO, f"pod in step with run {job.run}", job, "patch", pod=name,
+             go=str(job.go))  # fmt: skip
     return result
 
 
@@ -262,8 +286,10 @@ def run(
     stop: threading.Event,
     namespace: str | None = None,
     clock: Callable[[], float] = time.monotonic,
+    wall: Callable[[], float] = time.time,
 ) -> None:
-    """Watch until `stop` is set; after a failed watch, wait `interval` and start again."""
+    """Watch until `stop` is set; after a failed watch, wait `interval` and start again.
+    `clock` times the intervals, `wall` gives the nudges' moments."""
     where = f"namespace {namespace}" if namespace else "all namespaces"
     _log(logging.INFO, f"started: watching {where}, again every {interval:g} s", None, "start")
     # `kubernetes.watch` has no type annotations (`kubernetes.client` has).
@@ -275,8 +301,8 @@ def run(
         state.watches += 1
         try:
             for change in _watch(watcher, jobs, namespace, seconds):
-                _on_change(pods, change, state, clock())
-                _again(pods, state, interval, clock)
+                _on_change(pods, change, state, clock(), wall)
+                _again(pods, state, interval, clock, wall)
                 # A long watch may wait its 30 s for the next change: a job with an order
                 # wants its short ones (the next one lists every job again, so none is missed).
                 if stop.is_set() or (long and state.jobs):
@@ -286,7 +312,7 @@ def run(
         except Exception:
             LOG.exception("watch failed", extra={"fields": _fields(None, "error")})
             stop.wait(interval)
-        _again(pods, state, interval, clock)
+        _again(pods, state, interval, clock, wall)
     _log(logging.INFO, "stopped", None, "stop")
 
 
@@ -305,7 +331,9 @@ def _watch(
     return stream
 
 
-def _on_change(pods: Pods, change: dict[str, Any], state: Watching, now: float) -> None:
+def _on_change(
+    pods: Pods, change: dict[str, Any], state: Watching, now: float, wall: Callable[[], float]
+) -> None:
     """Act at once on a job listed, added or changed with an order it was not acted on for;
     forget one without an order, or deleted."""
     kind, job = change.get("type"), change.get("object")
@@ -320,16 +348,22 @@ def _on_change(pods: Pods, change: dict[str, Any], state: Watching, now: float) 
         known.seen = state.watches
         return
     state.jobs[found.uid] = Ordered(found, now, state.watches)
-    act(pods, found)
+    act(pods, found, wall())
 
 
-def _again(pods: Pods, state: Watching, interval: float, clock: Callable[[], float]) -> None:
+def _again(
+    pods: Pods,
+    state: Watching,
+    interval: float,
+    clock: Callable[[], float],
+    wall: Callable[[], float],
+) -> None:
     """Act again on each job with an order not acted on for `interval`."""
     for known in list(state.jobs.values()):
         now = clock()
         if now - known.acted >= interval:
             known.acted = now
-            act(pods, known.order)
+            act(pods, known.order, wall())
 
 
 def _forget_unlisted(state: Watching) -> None:

@@ -7,6 +7,14 @@ label `LABEL_RUN` say N, and, once G is true, its annotation `ANNOTATION_GO` say
 A key whose value is a larger number than N is left as it is: a late or stale order never takes
 a pod back to an earlier run. The patch opens with a `test` of the pod's uid, so that it never
 lands on another pod that took the name since the list.
+
+The nudge: `restart` and `go` are written with `ANNOTATION_NUDGE`, the moment (Unix seconds). A
+pod that has not acted on them NUDGE_SECONDS after that (after go, its barrier still holds it;
+before, its process still runs unheld) gets the nudge alone again: the kubelet can leave a pod's
+downward API files stale until its next periodic sync (a minute or more) when an edit lands
+while it is writing them again for an earlier change, which a pod restarting all its containers
+does over and over (seen on the real node: one barrier of three let go 87 s after the others,
+the three `go` patches 50 ms apart); any edit of the pod makes it write them again.
 """
 
 from dataclasses import dataclass
@@ -14,17 +22,24 @@ from typing import Any
 
 from hooks.core.public import (
     ANNOTATION_GO,
+    ANNOTATION_NUDGE,
     ANNOTATION_RESTART,
     ANNOTATION_RUN,
+    BARRIER_CONTAINER,
     KIND,
     LABEL_JOB_NAME,
     LABEL_RUN,
+    MXNET_CONTAINER,
     dig,
     dig_list,
+    parse_time,
 )
 
 #: The largest run the restarter writes: nine digits, what the pods' policy admits.
 MAX_RUN = 999_999_999
+#: Seconds a pod's barrier may hold it after its `go` was written before it is nudged: the
+#: kubelet writes a changed annotation into the files within a second or two when it does.
+NUDGE_SECONDS = 5
 
 #: A JSON patch (RFC 6902): the list of operations the API server applies in order, or none.
 Patch = list[dict[str, Any]]
@@ -48,11 +63,12 @@ class Order:
 
 @dataclass(frozen=True)
 class Plan:
-    """What a pod needs: `patch` (empty when it is in step), and the keys left because the pod
-    holds a larger number than the order's run."""
+    """What a pod needs: `patch` (empty when it is in step), the keys left because the pod
+    holds a larger number than the order's run, and whether the patch is a nudge alone."""
 
     patch: Patch
     ahead: tuple[str, ...] = ()
+    nudge: bool = False
 
 
 def order(job: object) -> Order | None:
@@ -91,25 +107,62 @@ def controlled(pod: object, job: Order) -> bool:
     )
 
 
-def plan(pod: object, job: Order) -> Plan:
-    """The patch that puts the pod in step with the order: a `test` of its uid, then an `add`
-    or `replace` of each key that differs (the pod's annotations or labels added whole when it
-    has none); no patch when nothing differs."""
+def plan(pod: object, job: Order, now: float) -> Plan:
+    """The patch that puts the pod in step with the order at `now` (Unix seconds): a `test` of
+    its uid, then an `add` or `replace` of each key that differs (the pod's annotations or
+    labels added whole when it has none), the nudge with `go` or, for a pod held too long
+    since, alone; no patch when nothing differs and no nudge is due."""
     value = str(job.run)
     operations: Patch = []
     ahead: list[str] = []
+    nudge = False
     for field, keys in wanted_keys(job).items():
         present = dig(pod, "metadata", field)
         have = present if isinstance(present, dict) else {}
         ahead += [key for key in keys if _number(have.get(key)) > job.run]
         # `ahead` so far, the annotations' too: the run label's key is the run annotation's
         # (LABEL_RUN is ANNOTATION_RUN), so a run annotation ahead leaves the label as it is.
-        differ = [key for key in keys if have.get(key) != value and key not in ahead]
-        operations += writes(field, present, differ, value)
+        values = {key: value for key in keys if have.get(key) != value and key not in ahead}
+        if field == "annotations":
+            nudge = not values and _nudge_due(pod, job, now)
+            if ANNOTATION_RESTART in values or ANNOTATION_GO in values or nudge:
+                values[ANNOTATION_NUDGE] = str(int(now))
+        operations += writes(field, present, values)
     if not operations:
         return Plan([], tuple(ahead))
     test = {"op": "test", "path": pointer("metadata", "uid"), "value": dig(pod, "metadata", "uid")}
-    return Plan([test, *operations], tuple(ahead))
+    return Plan([test, *operations], tuple(ahead), nudge and len(operations) == 1)
+
+
+def _nudge_due(pod: object, job: Order, now: float) -> bool:
+    """Whether the pod has not acted on the order NUDGE_SECONDS after it was written or last
+    nudged (without that moment, after the pod was made: the hook makes a pod of a new run with
+    its annotations): after go, its barrier still holds it, its `go` written; before, its
+    `restart` written, its process still runs and no barrier holds it."""
+    notes = dig(pod, "metadata", "annotations")
+    made = parse_time(dig(pod, "metadata", "creationTimestamp"))
+    written = _number(dig(notes, ANNOTATION_NUDGE))
+    if max(written, made.timestamp() if made else -1) > now - NUDGE_SECONDS:
+        return False
+    barrier = _state(pod, "initContainerStatuses", BARRIER_CONTAINER)
+    if job.go:
+        return dig(notes, ANNOTATION_GO) == str(job.run) and barrier == "running"
+    mxnet = _state(pod, "containerStatuses", MXNET_CONTAINER)
+    return (
+        dig(notes, ANNOTATION_RESTART) == str(job.run)
+        and barrier != "running"
+        and mxnet == "running"
+    )
+
+
+def _state(pod: object, statuses: str, name: str) -> str | None:
+    """Whether the pod's container `name` (of its `statuses`) is running, waiting or
+    terminated, as the kubelet last reported; None when it reported none."""
+    for seen in dig_list(pod, "status", statuses):
+        state = dig(seen, "state")
+        if dig(seen, "name") == name and isinstance(state, dict) and len(state) == 1:
+            return str(next(iter(state)))
+    return None
 
 
 def wanted_keys(job: Order) -> dict[str, list[str]]:
@@ -121,23 +174,21 @@ def wanted_keys(job: Order) -> dict[str, list[str]]:
     }
 
 
-def writes(field: str, present: object, keys: list[str], value: str) -> Patch:
-    """The operations that set `keys` of the pod's `field` (what it holds: `present`) to
-    `value`: the field added whole when the pod has none, else an `add` or `replace` of each
-    key; none without keys."""
-    if not keys:
+def writes(field: str, present: object, values: dict[str, str]) -> Patch:
+    """The operations that set the pod's `field` (what it holds: `present`) to `values` by
+    key: the field added whole when the pod has none, else an `add` or `replace` of each key;
+    none without values."""
+    if not values:
         return []
     if not isinstance(present, dict):
-        return [
-            {"op": "add", "path": pointer("metadata", field), "value": dict.fromkeys(keys, value)}
-        ]
+        return [{"op": "add", "path": pointer("metadata", field), "value": values}]
     return [
         {
             "op": "replace" if key in present else "add",
             "path": pointer("metadata", field, key),
-            "value": value,
+            "value": written,
         }
-        for key in keys
+        for key, written in values.items()
     ]
 
 

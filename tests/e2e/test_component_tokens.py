@@ -152,6 +152,7 @@ def test_the_restarter_token_sets_only_the_run_numbers_of_an_mxjobs_pods(
         relabel,
         {"metadata": {"annotations": {"mxjob.kubeflow.org/restart": "later"}}},
         {"metadata": {"labels": {"mxjob.kubeflow.org/run": "1234567890"}}},
+        {"metadata": {"annotations": {"mxjob.kubeflow.org/nudge": "soon"}}},
     ):
         refused = as_restarter(cluster, pod, forged)
         assert refused.returncode != 0 and RESTARTER_REFUSAL in refused.stderr, refused.stderr
@@ -159,7 +160,10 @@ def test_the_restarter_token_sets_only_the_run_numbers_of_an_mxjobs_pods(
     notes = dict.fromkeys(("restart", "run", "go"), run)
     ordered = {
         "metadata": {
-            "annotations": {f"mxjob.kubeflow.org/{key}": value for key, value in notes.items()},
+            "annotations": {
+                **{f"mxjob.kubeflow.org/{key}": value for key, value in notes.items()},
+                "mxjob.kubeflow.org/nudge": "1765100000",
+            },
             "labels": {"mxjob.kubeflow.org/run": run},
         }
     }

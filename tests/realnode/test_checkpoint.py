@@ -20,10 +20,10 @@ from typing import Any
 
 import pytest
 
-from hooks.core.api import BARRIER_CONTAINER, MXNET_CONTAINER
+from hooks.core.api import BARRIER_CONTAINER, MXNET_CONTAINER, RESTARTER_CONTAINER
 from hooks.core.public import RETAIN_FINALIZER, RETAINED_FROM
 from tests.e2e.conftest import NAMESPACE, wait_for
-from tests.realnode.conftest import WAITING, Node, mxjob, replica
+from tests.realnode.conftest import HOOK_NAMESPACE, WAITING, Node, mxjob, replica
 
 CHECKPOINTED = ["python", "/workloads/checkpointed.py"]
 #: Five epochs of 40 batches of at least 0.2 s (about 8 s an epoch), a report every 5 batches;
@@ -132,6 +132,8 @@ def test_a_killed_server_resumes_from_the_checkpoint(
         f"{resumes.get(1)}, its first round {resumed_after:.1f}s later, Succeeded {took:.1f}s later"
     )
     print(f"{strategy}: where the restart's time went, seconds after the kill:")
+    if strategy == "InPlace":
+        print(f"  the restarter's patches: {restarter_patches(cluster, name, killed)}")
     for pod, obj in sorted(cluster.pods(name).items()):
         print(f"  {pod}: {moments(cluster, obj, killed)}")
     # At most the epoch the kill cut short is done again: the next run begins after the newest
@@ -157,7 +159,8 @@ def test_a_killed_server_resumes_from_the_checkpoint(
 
 def moments(cluster: Node, pod: dict[str, Any], since: float) -> dict[str, float]:
     """Where a restart's time went for one pod, in seconds after `since`: when it was made, its
-    barrier let it go (in place), its mxnet container started (its status), and its process
+    restarter sidecar last started (in place: when the kubelet restarted every container), its
+    barrier let it go, its mxnet container started (its status), and its process
     printed its first line, each of MARKS and its first round after resuming (its log's
     timestamps). The test prints them for every pod (docs/restarts.md#in-place)."""
     status = pod.get("status", {})
@@ -167,8 +170,10 @@ def moments(cluster: Node, pod: dict[str, Any], since: float) -> dict[str, float
         for c in status.get(key, [])
     }
     mxnet: dict[str, Any] = next(iter(containers.get(MXNET_CONTAINER, {}).values()), {})
+    restarter: dict[str, Any] = next(iter(containers.get(RESTARTER_CONTAINER, {}).values()), {})
     stamps = {
         "made": pod["metadata"]["creationTimestamp"],
+        "restarted": restarter.get("startedAt"),
         "released": containers.get(BARRIER_CONTAINER, {}).get("terminated", {}).get("finishedAt"),
         "started": mxnet.get("startedAt"),
     }
@@ -185,6 +190,25 @@ def moments(cluster: Node, pod: dict[str, Any], since: float) -> dict[str, float
                 found.setdefault(key, moment)
         if "Batch [" in text and "resumed" in found:
             found.setdefault("first round", moment)
+    return found
+
+
+def restarter_patches(cluster: Node, job: str, since: float) -> dict[str, list[float]]:
+    """When the restarter component patched the job's pods (this very job's: its uid), by what
+    it wrote (the order, go, a nudge), in seconds after `since` (its log:
+    docs/restarts.md#in-place)."""
+    uid = (cluster.get("mxjob", job) or {}).get("metadata", {}).get("uid")
+    log = cluster.kubectl(
+        "logs", "-n", HOOK_NAMESPACE, "deployment/mxjob-restarter", "--since=15m", check=False
+    ).stdout
+    found: dict[str, list[float]] = {}
+    for line in log.splitlines():
+        entry = json.loads(line) if line.startswith("{") else {}
+        if entry.get("uid") != uid:
+            continue
+        what = "nudge" if entry.get("action") == "nudge" else f"go={entry.get('go')}"
+        at = datetime.fromisoformat(entry["time"].replace("Z", "+00:00")).timestamp() - since
+        found.setdefault(what, []).append(round(at, 1))
     return found
 
 
