@@ -124,14 +124,23 @@ def plan(pod: object, job: Order, now: float) -> Plan:
         # (LABEL_RUN is ANNOTATION_RUN), so a run annotation ahead leaves the label as it is.
         values = {key: value for key in keys if have.get(key) != value and key not in ahead}
         if field == "annotations":
-            nudge = not values and _nudge_due(pod, job, now)
-            if ANNOTATION_RESTART in values or ANNOTATION_GO in values or nudge:
-                values[ANNOTATION_NUDGE] = str(int(now))
+            values, nudge = _with_nudge(pod, job, now, values)
         operations += writes(field, present, values)
     if not operations:
         return Plan([], tuple(ahead))
     test = {"op": "test", "path": pointer("metadata", "uid"), "value": dig(pod, "metadata", "uid")}
     return Plan([test, *operations], tuple(ahead), nudge and len(operations) == 1)
+
+
+def _with_nudge(
+    pod: object, job: Order, now: float, values: dict[str, str]
+) -> tuple[dict[str, str], bool]:
+    """The annotations to write, with the nudge's moment beside `restart` or `go`, or alone
+    when a nudge is due; and whether it is a nudge alone."""
+    alone = not values and _nudge_due(pod, job, now)
+    if alone or ANNOTATION_RESTART in values or ANNOTATION_GO in values:
+        return {**values, ANNOTATION_NUDGE: str(int(now))}, alone
+    return values, False
 
 
 def _nudge_due(pod: object, job: Order, now: float) -> bool:
