@@ -99,7 +99,9 @@ def watch_first_report(cluster: Node, job: str, timeout: float) -> Seen:
 
 def test_progress_shows_in_kubectl_get_and_mxjob_describe(cluster: Node) -> None:
     cluster.apply(fit_job(cluster, "shown"))
-    seen = watch_first_report(cluster, "shown", 120)
+    # A bound on liveness, not a goal (the lag is printed): warm run 24 (2026-12-07) passed 120 s
+    # with no report shown, beside an in-place restart whose MXNet took 50 s to start.
+    seen = watch_first_report(cluster, "shown", 300)
     assert seen.noted is not None and seen.shown is not None
     started = max(
         datetime.fromisoformat(c["state"]["running"]["startedAt"].replace("Z", "+00:00"))
