@@ -169,7 +169,7 @@ ANNOTATION_ATTEMPT = "mxjob.kubeflow.org/attempt"
 #: by the restarter component, read by the pod's restarter and barrier (docs/restarts.md).
 ANNOTATION_RESTART = "mxjob.kubeflow.org/restart"
 ANNOTATION_GO = "mxjob.kubeflow.org/go"
-#: When the restarter last wrote `go` to a pod still held by its barrier (Unix seconds): a
+#: When the restarter last wrote `restart` or `go` to a pod, or nudged it (Unix seconds): a
 #: rewrite makes the kubelet write the pod's downward API files again (docs/restarts.md#in-place).
 ANNOTATION_NUDGE = "mxjob.kubeflow.org/nudge"
 

@@ -98,9 +98,9 @@ class PassError(Exception):
 
 @dataclass
 class Result:
-    """What acts did: pods patched (of them, nudged: held by their barrier too long after
-    `go`), patches that lost a race, failures (on a job or a pod), and jobs skipped for a
-    malformed order."""
+    """What acts did: pods patched (of them, nudged: not acting on their `restart` or `go`
+    NUDGE_SECONDS after it), patches that lost a race, failures (on a job or a pod), and jobs
+    skipped for a malformed order."""
 
     patched: int = 0
     nudged: int = 0
@@ -227,7 +227,7 @@ def _patch(pods: Pods, job: Order, name: str, planned: Plan) -> Result:
     result.patched += 1
     if planned.nudge:
         result.nudged += 1
-        _log(logging.INFO, f"pod nudged: its barrier still holds it {NUDGE_SECONDS} s after go",
+        _log(logging.INFO, f"pod nudged: it has not acted on its order {NUDGE_SECONDS} s after it",
              job, "nudge", pod=name)  # fmt: skip
     else:
         _log(logging.INFO, f"pod in step with run {job.run}", job, "patch", pod=name,

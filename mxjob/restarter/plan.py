@@ -37,7 +37,7 @@ from hooks.core.public import (
 
 #: The largest run the restarter writes: nine digits, what the pods' policy admits.
 MAX_RUN = 999_999_999
-#: Seconds a pod's barrier may hold it after its `go` was written before it is nudged: the
+#: Seconds a pod may go without acting on its `restart` or `go` before it is nudged: the
 #: kubelet writes a changed annotation into the files within a second or two when it does.
 NUDGE_SECONDS = 5
 

@@ -177,11 +177,7 @@ def moments(cluster: Node, pod: dict[str, Any], since: float) -> dict[str, float
         "released": containers.get(BARRIER_CONTAINER, {}).get("terminated", {}).get("finishedAt"),
         "started": mxnet.get("startedAt"),
     }
-    found = {
-        key: round(datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp() - since, 1)
-        for key, stamp in stamps.items()
-        if stamp
-    }
+    found = {key: after(stamp, since) for key, stamp in stamps.items() if stamp}
     for stamp, text in cluster.stamped_log(pod["metadata"]["name"]):
         moment = round(stamp.timestamp() - since, 1)
         found.setdefault("first line", moment)
@@ -207,9 +203,14 @@ def restarter_patches(cluster: Node, job: str, since: float) -> dict[str, list[f
         if entry.get("uid") != uid:
             continue
         what = "nudge" if entry.get("action") == "nudge" else f"go={entry.get('go')}"
-        at = datetime.fromisoformat(entry["time"].replace("Z", "+00:00")).timestamp() - since
-        found.setdefault(what, []).append(round(at, 1))
+        found.setdefault(what, []).append(after(entry["time"], since))
     return found
+
+
+def after(stamp: str, since: float) -> float:
+    """Seconds from `since` (Unix seconds) to a timestamp of the API server or of a log line,
+    to a tenth."""
+    return round(datetime.fromisoformat(stamp).timestamp() - since, 1)
 
 
 def newest_checkpoint(folder: Path) -> int:
