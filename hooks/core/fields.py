@@ -46,6 +46,12 @@ def dig_int(value: object, *keys: str | int) -> int | None:
     return found if isinstance(found, int) and not isinstance(found, bool) else None
 
 
+def named(items: list[Any], name: str) -> dict[str, Any]:
+    """The first object of `items` whose `name` is `name` (a container, its status, a volume),
+    or an empty dict when none is."""
+    return next((i for i in items if isinstance(i, dict) and i.get("name") == name), {})
+
+
 #: Nesting allowed in what the hook reads or echoes of a request. Real Kubernetes objects stay
 #: below 20 levels; within 64, every recursive step (copies, repr, orjson, which writes at most
 #: 254 levels) is safe, where ~1000 levels exhaust Python's stack.

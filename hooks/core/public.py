@@ -31,7 +31,7 @@ from hooks.core.checkpoint import DEFAULT_PATH as CHECKPOINT_PATH
 from hooks.core.checkpoint import RETAIN_FINALIZER, RETAINED_FROM, claim_name, retains
 from hooks.core.conversion.review import convert
 from hooks.core.conversion.versions import V1, UnconvertibleError
-from hooks.core.fields import dig, dig_dict, dig_list
+from hooks.core.fields import dig, dig_dict, dig_list, named
 from hooks.core.job import Job
 from hooks.core.labels import LABEL_RUN
 from hooks.core.naming import parse_pod_name
@@ -95,6 +95,7 @@ __all__ = [
     "format_time",
     "latest",
     "load",
+    "named",
     "parse_lines",
     "parse_pod_name",
     "parse_request",

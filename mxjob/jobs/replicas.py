@@ -12,6 +12,7 @@ from hooks.core.public import (
     ReplicaType,
     dig,
     dig_list,
+    named,
     parse_pod_name,
 )
 
@@ -74,12 +75,4 @@ class ReplicaFilter:
 
 def mxnet_status(pod: object) -> dict[str, Any]:
     """The status of the pod's mxnet container ({} before the kubelet reports one)."""
-    found: object = next(
-        (
-            s
-            for s in dig_list(pod, "status", "containerStatuses")
-            if dig(s, "name") == MXNET_CONTAINER
-        ),
-        {},
-    )
-    return found if isinstance(found, dict) else {}
+    return named(dig_list(pod, "status", "containerStatuses"), MXNET_CONTAINER)

@@ -29,7 +29,9 @@ from hooks.core.public import (
     TERMINAL,
     VERSION,
     dig,
+    dig_list,
     encode_noted,
+    named,
     parse_time,
     read_noted,
 )
@@ -156,11 +158,8 @@ def _owner(owners: object) -> str | None:
 
 def _started(pod: object) -> datetime | None:
     """When its mxnet container started running."""
-    statuses = dig(pod, "status", "containerStatuses")
-    for status in statuses if isinstance(statuses, list) else []:
-        if dig(status, "name") == MXNET_CONTAINER:
-            return parse_time(dig(status, "state", "running", "startedAt"))
-    return None
+    mxnet = named(dig_list(pod, "status", "containerStatuses"), MXNET_CONTAINER)
+    return parse_time(dig(mxnet, "state", "running", "startedAt"))
 
 
 def running_workers(core: client.CoreV1Api) -> dict[str, list[Listed]]:

@@ -31,7 +31,9 @@ from hooks.core.public import (
     LABEL_RUN,
     MXNET_CONTAINER,
     dig,
+    dig_dict,
     dig_list,
+    named,
     parse_time,
 )
 
@@ -167,11 +169,8 @@ def _nudge_due(pod: object, job: Order, now: float) -> bool:
 def _state(pod: object, statuses: str, name: str) -> str | None:
     """Whether the pod's container `name` (of its `statuses`) is running, waiting or
     terminated, as the kubelet last reported; None when it reported none."""
-    for seen in dig_list(pod, "status", statuses):
-        state = dig(seen, "state")
-        if dig(seen, "name") == name and isinstance(state, dict) and len(state) == 1:
-            return str(next(iter(state)))
-    return None
+    state = dig_dict(named(dig_list(pod, "status", statuses), name), "state")
+    return str(next(iter(state))) if len(state) == 1 else None
 
 
 def wanted_keys(job: Order) -> dict[str, list[str]]:
