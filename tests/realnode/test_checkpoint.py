@@ -107,13 +107,18 @@ def selecting(cluster: Node, volume: str) -> dict[str, Any]:
 def checkpointed_job(cluster: Node, name: str, strategy: str, volume: str) -> dict[str, Any]:
     """Scheduler, Server and two Workers running checkpointed.py in dist_sync under ExitCode
     (a killed Server restarts the whole job) with the restart strategy given, the checkpoint on
-    `volume`."""
+    `volume`, and the default grace period."""
     image = cluster.image("mxjob-mxnet")
 
     def each(replicas: int = 1) -> dict[str, Any]:
-        return replica(
+        spec = replica(
             image, replicas=replicas, policy="ExitCode", command=CHECKPOINTED, env=EPOCHS
         )
+        # The grace period a pod has unless its user sets one (30 s), not the tier's 5 s: a
+        # process that ignores SIGTERM (Python as PID 1 does) holds a deleted pod that long,
+        # and an in-place restart does not wait for it (docs/restarts.md#in-place).
+        del spec["template"]["spec"]["terminationGracePeriodSeconds"]
+        return spec
 
     return mxjob(
         name,
