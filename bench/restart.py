@@ -96,6 +96,7 @@ def measure(strategy: str, replicas: int) -> dict[str, Any]:
         )
         stack.start()
         restarter = None
+        restarter_log = Path(tmp) / "restarter.log"
         try:
             stack.install_project(ROOT, hook_cmd="")
             if strategy == "InPlace":
@@ -108,8 +109,9 @@ def measure(strategy: str, replicas: int) -> dict[str, Any]:
                         str(stack.kubeconfig),
                     ],
                     cwd=ROOT,
+                    stderr=restarter_log.open("wb"),
                     env={
-                        "LOG_LEVEL": "warning",
+                        "LOG_LEVEL": "info",
                         "PATH": "/usr/bin:/bin",
                         "PYTHONWARNINGS": "ignore",
                     },  # the stack's loopback certificate
@@ -124,8 +126,23 @@ def measure(strategy: str, replicas: int) -> dict[str, Any]:
             if restarter is not None:
                 restarter.terminate()
                 restarter.wait(timeout=40)
+            patches = patches_logged(restarter_log)
             stack.stop(remove=True)
-    return {"created_s": created["all_running_s"], **restarted}
+    return {"created_s": created["all_running_s"], **restarted, "patches": patches}
+
+
+def patches_logged(log: Path) -> dict[str, int]:
+    """The restarter's pod patches by what they wrote (the order, go, a nudge alone), from its
+    JSON log lines; none for a strategy that ran no restarter."""
+    counts: dict[str, int] = {}
+    lines = log.read_text(errors="replace").splitlines() if log.exists() else []
+    for line in lines:
+        entry = json.loads(line) if line.startswith("{") else {}
+        action = entry.get("action")
+        if action in ("patch", "nudge"):
+            what = "nudge" if action == "nudge" else f"go={entry.get('go')}"
+            counts[what] = counts.get(what, 0) + 1
+    return counts
 
 
 def main() -> None:
@@ -146,6 +163,8 @@ def main() -> None:
     for strategy, figures in found.items():
         steps = ", ".join(f"{step} {at:.0f} s" for step, at in figures["steps"].items())
         print(f"\n{strategy}, after the deletion: {steps}")
+        if figures["patches"]:
+            print(f"{strategy}, the restarter's pod patches: {figures['patches']}")
     if len(found) == len(STRATEGIES):
         ratio = found["InPlace"]["seconds"] / max(found["Recreate"]["seconds"], 1e-9)
         print(f"\nInPlace / Recreate: {ratio:.2f}")
