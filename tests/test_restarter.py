@@ -324,7 +324,7 @@ PLAN_CASES = [
         "held by its barrier NUDGE_SECONDS after go: the nudge alone, at the moment",
         held(pod(annotations={**IN_STEP, ANNOTATION_NUDGE: "995"}, labels={LABEL_RUN: "3"})),
         ordered(3, go=True),
-        Plan([TEST_UID, {"op": "replace", "path": NUDGE, "value": "1000"}], nudge=True),
+        Plan([TEST_UID, {"op": "replace", "path": NUDGE, "value": "1000"}], nudge=True, waited=995),
     ),
     (
         "held, go written less than NUDGE_SECONDS ago: no patch yet",
@@ -336,7 +336,7 @@ PLAN_CASES = [
         "held, go written without a moment (or not a number): nudged at once",
         held(pod(annotations={**IN_STEP, ANNOTATION_NUDGE: "soon"}, labels={LABEL_RUN: "3"})),
         ordered(3, go=True),
-        Plan([TEST_UID, {"op": "replace", "path": NUDGE, "value": "1000"}], nudge=True),
+        Plan([TEST_UID, {"op": "replace", "path": NUDGE, "value": "1000"}], nudge=True, waited=-1),
     ),
     (
         "held, made by the hook with go 2 s ago (no moment): its making is the moment, not yet",
@@ -348,7 +348,7 @@ PLAN_CASES = [
         "held, made by the hook with go 6 s ago (no moment): nudged",
         made_at(held(pod(annotations=IN_STEP, labels={LABEL_RUN: "3"})), "1970-01-01T00:16:34Z"),
         ordered(3, go=True),
-        Plan([TEST_UID, {"op": "add", "path": NUDGE, "value": "1000"}], nudge=True),
+        Plan([TEST_UID, {"op": "add", "path": NUDGE, "value": "1000"}], nudge=True, waited=994),
     ),
     (
         "held with its run label behind: the label, and the nudge beside it",
@@ -368,7 +368,7 @@ PLAN_CASES = [
         running(pod(annotations={ANNOTATION_RESTART: "3", ANNOTATION_RUN: "3",
                                  ANNOTATION_NUDGE: "995"}, labels={LABEL_RUN: "3"})),
         ordered(3),
-        Plan([TEST_UID, {"op": "replace", "path": NUDGE, "value": "1000"}], nudge=True),
+        Plan([TEST_UID, {"op": "replace", "path": NUDGE, "value": "1000"}], nudge=True, waited=995),
     ),
     (
         "before go, its process running, restart written 4 s ago: no patch yet",
@@ -642,16 +642,22 @@ def test_a_pod_its_barrier_still_holds_after_go_is_nudged_every_nudge_seconds(
 
 def test_nudges_wait_for_the_whole_order_and_are_bounded_per_act() -> None:
     """A stale file is one pod's mishap: no nudge goes out while a pod of the job still needs
-    its order, and an act sends MAX_NUDGES of them at most (a 1000-pod job on the KWOK tier
-    had 1640 before the bound, restarting 37 s slower)."""
+    its order, and an act sends MAX_NUDGES of them at most, to the pods waiting longest (a
+    1000-pod job on the KWOK tier had 1640 before the bound, restarting 37 s slower)."""
     count = MAX_NUDGES + 5
     api = FakeCluster([mxjob(restart={"run": 3, "go": True})], [])
     api.pods = [held(pod(f"train-worker-{i:02}")) for i in range(count)]
     assert api.run_once() == Result(patched=count), "go written to all"
     api.pods.append(held(pod("train-worker-99")))
+    longest = [f"train-worker-{i:02}" for i in range(count - 5, count)]
+    for waiting in api.pods:
+        if waiting["metadata"]["name"] in longest:
+            waiting["metadata"]["annotations"][ANNOTATION_NUDGE] = str(int(NOW) - 10)
     api.now += NUDGE_SECONDS
     assert api.run_once() == Result(patched=1), "the late pod's go first, no nudge beside it"
     assert api.run_once() == Result(patched=MAX_NUDGES, nudged=MAX_NUDGES)
+    nudged = [name for name, _ in api.patches[-MAX_NUDGES:]]
+    assert set(longest) <= set(nudged), "those waiting longest first, whatever their names"
     assert api.run_once() == Result(patched=5, nudged=5), "the rest at the next act"
     assert api.run_once() == Result(), "each nudged once per NUDGE_SECONDS"
 

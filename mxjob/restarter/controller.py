@@ -17,6 +17,7 @@ logged at debug: the next act sees the pod as it is. Any other failure on a pod 
 logged with the job and counted, and the others go on.
 """
 
+import heapq
 import json
 import logging
 import math
@@ -56,10 +57,11 @@ LOG = logging.getLogger("restarter")
 WATCH_SECONDS = 30
 #: The pods of one job patched per act at most (an act lists on past the pods in step).
 MAX_PATCHES = 1000
-#: Nudges (mxjob/restarter/plan.py) one job's act sends at most, and only once its order is
-#: written to every pod: a stale downward API file is one pod's mishap, while nudging every
-#: pod still at work doubled a 1000-pod job's writes (1640 nudges for 999 pods on the KWOK
-#: tier, bench/restart.py, the restart 68 s -> 105 s).
+#: Nudges (mxjob/restarter/plan.py) one job's act sends at most, to the pods waiting longest,
+#: and only once its order is written to every pod (a pod whose patch keeps failing holds them
+#: back too: its failure is logged each act): a stale downward API file is one pod's mishap,
+#: while nudging every pod still at work doubled a 1000-pod job's writes (1640 nudges for 999
+#: pods on the KWOK tier, bench/restart.py, the restart 68 s -> 105 s).
 MAX_NUDGES = 10
 #: Patches an act has in flight at once: one after another, a 1000-pod job's took 29 s on the
 #: KWOK tier (bench/restart.py), twice per restart.
@@ -171,9 +173,9 @@ def act(pods: Pods, job: Order, now: float) -> Result:
 def _planned(pods: Pods, job: Order, now: float, result: Result) -> Iterator[tuple[str, Plan]]:
     """The plan of each pod of the job that is not in step, MAX_PATCHES at most; a listing
     that fails is logged and counted in `result`, and ends them. Nudges alone come last, and
-    only when every pod had its order already: MAX_NUDGES of them at most."""
+    only when every pod had its order already: the MAX_NUDGES pods waiting longest."""
     tried = 0
-    nudges: list[tuple[str, Plan]] = []
+    nudges: list[tuple[float, str, Plan]] = []  # a heap, the most recent wait on top
     listed = _pods(pods, job)
     while True:
         try:
@@ -193,7 +195,9 @@ def _planned(pods: Pods, job: Order, now: float, result: Result) -> Iterator[tup
         if not planned.patch:
             continue
         if planned.nudge:
-            nudges += [(name, planned)] if len(nudges) < MAX_NUDGES else []
+            heapq.heappush(nudges, (-planned.waited, name, planned))
+            if len(nudges) > MAX_NUDGES:
+                heapq.heappop(nudges)
             continue
         if tried == MAX_PATCHES:
             _log(logging.INFO, f"{MAX_PATCHES} pods patched: the next act goes on", job, "bound")
@@ -201,7 +205,7 @@ def _planned(pods: Pods, job: Order, now: float, result: Result) -> Iterator[tup
         tried += 1
         yield name, planned
     if not tried:
-        yield from nudges
+        yield from ((name, planned) for _, name, planned in sorted(nudges, reverse=True))
 
 
 def _pods(pods: Pods, job: Order) -> Iterator[object]:

@@ -66,11 +66,13 @@ class Order:
 @dataclass(frozen=True)
 class Plan:
     """What a pod needs: `patch` (empty when it is in step), the keys left because the pod
-    holds a larger number than the order's run, and whether the patch is a nudge alone."""
+    holds a larger number than the order's run, and whether the patch is a nudge alone (then
+    `waited`: since when the pod has not acted on its order, Unix seconds)."""
 
     patch: Patch
     ahead: tuple[str, ...] = ()
     nudge: bool = False
+    waited: float = 0.0
 
 
 def order(job: object) -> Order | None:
@@ -131,7 +133,8 @@ def plan(pod: object, job: Order, now: float) -> Plan:
     if not operations:
         return Plan([], tuple(ahead))
     test = {"op": "test", "path": pointer("metadata", "uid"), "value": dig(pod, "metadata", "uid")}
-    return Plan([test, *operations], tuple(ahead), nudge and len(operations) == 1)
+    alone = nudge and len(operations) == 1
+    return Plan([test, *operations], tuple(ahead), alone, waiting_since(pod) if alone else 0.0)
 
 
 def _with_nudge(
@@ -150,11 +153,9 @@ def _nudge_due(pod: object, job: Order, now: float) -> bool:
     nudged (without that moment, after the pod was made: the hook makes a pod of a new run with
     its annotations): after go, its barrier still holds it, its `go` written; before, its
     `restart` written, its process still runs and no barrier holds it."""
-    notes = dig(pod, "metadata", "annotations")
-    made = parse_time(dig(pod, "metadata", "creationTimestamp"))
-    written = _number(dig(notes, ANNOTATION_NUDGE))
-    if max(written, made.timestamp() if made else -1) > now - NUDGE_SECONDS:
+    if waiting_since(pod) > now - NUDGE_SECONDS:
         return False
+    notes = dig(pod, "metadata", "annotations")
     barrier = _state(pod, "initContainerStatuses", BARRIER_CONTAINER)
     if job.go:
         return dig(notes, ANNOTATION_GO) == str(job.run) and barrier == "running"
@@ -164,6 +165,14 @@ def _nudge_due(pod: object, job: Order, now: float) -> bool:
         and barrier != "running"
         and mxnet == "running"
     )
+
+
+def waiting_since(pod: object) -> float:
+    """When the pod's order was last written or nudged (Unix seconds), or, without that moment,
+    when the pod was made; -1 when neither is known."""
+    made = parse_time(dig(pod, "metadata", "creationTimestamp"))
+    written = _number(dig(pod, "metadata", "annotations", ANNOTATION_NUDGE))
+    return max(written, made.timestamp() if made else -1)
 
 
 def _state(pod: object, statuses: str, name: str) -> str | None:
