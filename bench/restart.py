@@ -89,56 +89,60 @@ def _pods(run: Run) -> list[dict[str, Any]]:
 
 
 def measure(strategy: str, replicas: int) -> dict[str, Any]:
-    """One stack, one job of `strategy`: its creation and its restart."""
+    """One stack, one job of `strategy`: its creation and its restart, and the restarter's
+    patches (its log, at info, in a file of its own: the run directory goes with the stack)."""
     with tempfile.TemporaryDirectory(prefix="mxjob-bench-restart-") as tmp:
         stack = Stack(
             run_dir=Path(tmp), node=KwokNode(count=2), log=lambda line: print(line, flush=True)
         )
         stack.start()
         restarter = None
-        restarter_log = Path(tmp) / "restarter.log"
-        try:
-            stack.install_project(ROOT, hook_cmd="")
-            if strategy == "InPlace":
-                restarter = subprocess.Popen(
-                    [
-                        sys.executable,
-                        "-m",
-                        "mxjob.restarter",
-                        "--kubeconfig",
-                        str(stack.kubeconfig),
-                    ],
-                    cwd=ROOT,
-                    stderr=restarter_log.open("wb"),
-                    env={
-                        "LOG_LEVEL": "info",
-                        "PATH": "/usr/bin:/bin",
-                        "PYTHONWARNINGS": "ignore",
-                    },  # the stack's loopback certificate
-                )
-            with serve(workers=2) as server:
-                stack.kubectl("apply", "-f", "-", input=local_controller(server.port))
-                run = Run(stack, server)
-                manifest = restarting(replicas, strategy)
-                created = measure_creation(run, replicas, manifest)
-                restarted = measure_restart(run, replicas)
-        finally:
-            if restarter is not None:
-                restarter.terminate()
-                restarter.wait(timeout=40)
-            patches = patches_logged(restarter_log)
-            stack.stop(remove=True)
+        with tempfile.TemporaryFile() as log:
+            try:
+                stack.install_project(ROOT, hook_cmd="")
+                if strategy == "InPlace":
+                    restarter = subprocess.Popen(
+                        [
+                            sys.executable,
+                            "-m",
+                            "mxjob.restarter",
+                            "--kubeconfig",
+                            str(stack.kubeconfig),
+                        ],
+                        cwd=ROOT,
+                        stderr=log,
+                        env={
+                            "LOG_LEVEL": "info",
+                            "PATH": "/usr/bin:/bin",
+                            "PYTHONWARNINGS": "ignore",
+                        },  # the stack's loopback certificate
+                    )
+                with serve(workers=2) as server:
+                    stack.kubectl("apply", "-f", "-", input=local_controller(server.port))
+                    run = Run(stack, server)
+                    manifest = restarting(replicas, strategy)
+                    created = measure_creation(run, replicas, manifest)
+                    restarted = measure_restart(run, replicas)
+            finally:
+                if restarter is not None:
+                    restarter.terminate()
+                    restarter.wait(timeout=40)
+                stack.stop(remove=True)
+            log.seek(0)
+            patches = patches_logged(log.read().decode(errors="replace"))
     return {"created_s": created["all_running_s"], **restarted, "patches": patches}
 
 
-def patches_logged(log: Path) -> dict[str, int]:
+def patches_logged(log: str) -> dict[str, int]:
     """The restarter's pod patches by what they wrote (the order, go, a nudge alone), from its
-    JSON log lines; none for a strategy that ran no restarter."""
+    JSON log lines (any other line skipped); none for a strategy that ran no restarter."""
     counts: dict[str, int] = {}
-    lines = log.read_text(errors="replace").splitlines() if log.exists() else []
-    for line in lines:
-        entry = json.loads(line) if line.startswith("{") else {}
-        action = entry.get("action")
+    for line in log.splitlines():
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        action = entry.get("action") if isinstance(entry, dict) else None
         if action in ("patch", "nudge"):
             what = "nudge" if action == "nudge" else f"go={entry.get('go')}"
             counts[what] = counts.get(what, 0) + 1
