@@ -136,8 +136,10 @@ class Restart:
     name: str
     volume: str
     folder: Path
-    #: Its pods (UID, IP) just before the kill.
+    #: Its pods (UID, IP) just before the kill, and once run 1 trained its first round (not
+    #: later: once the job ends, its cleanPodPolicy may delete the Server's pod).
     before: dict[str, tuple[str, str]] = field(default_factory=dict)
+    after: dict[str, tuple[str, str]] = field(default_factory=dict)
     #: Its Server's process (the host's pid), found before the kill: finding it asks the API
     #: and runc (12 s under load in warm run 18), which must not count as the restart's time.
     pid: int | None = None
@@ -198,6 +200,7 @@ def test_both_strategies_resume_from_the_checkpoint_side_by_side(
             worker = None if job.strategy in first else resumed(cluster, job.name)
             if worker:
                 first[job.strategy] = (worker, time.monotonic() - job.began)
+                job.after = identities(cluster, job.name)
         return len(first) == len(jobs)
 
     with watch:
@@ -247,13 +250,12 @@ def check_resumed(
     assert resumes[1] >= 3, status["progress"]
     assert status["replicaStatuses"]["Server"]["restarts"] == 1, status["replicaStatuses"]
     assert f"resuming at epoch {resumes[1]}" in cluster.logs(worker)
-    after = identities(cluster, job.name)
     if job.strategy == "InPlace":
         kept = {pod: uid_ip for pod, uid_ip in job.before.items() if "-server-" not in pod}
-        assert {pod: after.get(pod) for pod in kept} == kept
-        assert set(after) == {*kept, f"{job.name}-server-0-r1"}
+        assert {pod: job.after.get(pod) for pod in kept} == kept
+        assert set(job.after) == {*kept, f"{job.name}-server-0-r1"}
     else:
-        assert not set(job.before) & set(after), (job.before, after)
+        assert not set(job.before) & set(job.after), (job.before, job.after)
     claim = cluster.get("persistentvolumeclaim", f"{job.name}-checkpoint")
     assert claim is not None and claim["status"]["phase"] == "Bound", claim
     assert claim["spec"]["volumeName"] == job.volume
