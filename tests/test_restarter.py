@@ -324,7 +324,7 @@ PLAN_CASES = [
         "held by its barrier NUDGE_SECONDS after go: the nudge alone, at the moment",
         held(pod(annotations={**IN_STEP, ANNOTATION_NUDGE: "995"}, labels={LABEL_RUN: "3"})),
         ordered(3, go=True),
-        Plan([TEST_UID, {"op": "replace", "path": NUDGE, "value": "1000"}], nudge=True, waited=995),
+        Plan([TEST_UID, {"op": "replace", "path": NUDGE, "value": "1000"}], nudge=True),
     ),
     (
         "held, go written less than NUDGE_SECONDS ago: no patch yet",
@@ -336,7 +336,7 @@ PLAN_CASES = [
         "held, go written without a moment (or not a number): nudged at once",
         held(pod(annotations={**IN_STEP, ANNOTATION_NUDGE: "soon"}, labels={LABEL_RUN: "3"})),
         ordered(3, go=True),
-        Plan([TEST_UID, {"op": "replace", "path": NUDGE, "value": "1000"}], nudge=True, waited=-1),
+        Plan([TEST_UID, {"op": "replace", "path": NUDGE, "value": "1000"}], nudge=True),
     ),
     (
         "held, made by the hook with go 2 s ago (no moment): its making is the moment, not yet",
@@ -348,7 +348,7 @@ PLAN_CASES = [
         "held, made by the hook with go 6 s ago (no moment): nudged",
         made_at(held(pod(annotations=IN_STEP, labels={LABEL_RUN: "3"})), "1970-01-01T00:16:34Z"),
         ordered(3, go=True),
-        Plan([TEST_UID, {"op": "add", "path": NUDGE, "value": "1000"}], nudge=True, waited=994),
+        Plan([TEST_UID, {"op": "add", "path": NUDGE, "value": "1000"}], nudge=True),
     ),
     (
         "held with its run label behind: the label, and the nudge beside it",
@@ -368,7 +368,7 @@ PLAN_CASES = [
         running(pod(annotations={ANNOTATION_RESTART: "3", ANNOTATION_RUN: "3",
                                  ANNOTATION_NUDGE: "995"}, labels={LABEL_RUN: "3"})),
         ordered(3),
-        Plan([TEST_UID, {"op": "replace", "path": NUDGE, "value": "1000"}], nudge=True, waited=995),
+        Plan([TEST_UID, {"op": "replace", "path": NUDGE, "value": "1000"}], nudge=True),
     ),
     (
         "before go, its process running, restart written 4 s ago: no patch yet",

@@ -50,6 +50,7 @@ from mxjob.restarter.plan import (
     order,
     plan,
     selector,
+    waiting_since,
 )
 
 LOG = logging.getLogger("restarter")
@@ -195,7 +196,7 @@ def _planned(pods: Pods, job: Order, now: float, result: Result) -> Iterator[tup
         if not planned.patch:
             continue
         if planned.nudge:
-            heapq.heappush(nudges, (-planned.waited, name, planned))
+            heapq.heappush(nudges, (-waiting_since(pod), name, planned))
             if len(nudges) > MAX_NUDGES:
                 heapq.heappop(nudges)
             continue

@@ -66,13 +66,11 @@ class Order:
 @dataclass(frozen=True)
 class Plan:
     """What a pod needs: `patch` (empty when it is in step), the keys left because the pod
-    holds a larger number than the order's run, and whether the patch is a nudge alone (then
-    `waited`: since when the pod has not acted on its order, Unix seconds)."""
+    holds a larger number than the order's run, and whether the patch is a nudge alone."""
 
     patch: Patch
     ahead: tuple[str, ...] = ()
     nudge: bool = False
-    waited: float = 0.0
 
 
 def order(job: object) -> Order | None:
@@ -133,8 +131,7 @@ def plan(pod: object, job: Order, now: float) -> Plan:
     if not operations:
         return Plan([], tuple(ahead))
     test = {"op": "test", "path": pointer("metadata", "uid"), "value": dig(pod, "metadata", "uid")}
-    alone = nudge and len(operations) == 1
-    return Plan([test, *operations], tuple(ahead), alone, waiting_since(pod) if alone else 0.0)
+    return Plan([test, *operations], tuple(ahead), nudge and len(operations) == 1)
 
 
 def _with_nudge(
