@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.system import JOB, NAMESPACE, Run, job_manifest, measure_creation
+from testsupport.restarter_log import patch_kind
 from testsupport.server import ROOT, local_controller, serve
 from tools.cluster.kwok_node import KwokNode
 from tools.cluster.stack import Stack
@@ -142,9 +143,8 @@ def patches_logged(log: str) -> dict[str, int]:
             entry = json.loads(line)
         except ValueError:
             continue
-        action = entry.get("action") if isinstance(entry, dict) else None
-        if action in ("patch", "nudge"):
-            what = "nudge" if action == "nudge" else f"go={entry.get('go')}"
+        what = patch_kind(entry) if isinstance(entry, dict) else None
+        if what is not None:
             counts[what] = counts.get(what, 0) + 1
     return counts
 

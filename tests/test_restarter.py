@@ -58,6 +58,7 @@ from mxjob.restarter.plan import (
 from tests.manifest_support import policy_admits
 from testsupport.component_cli import against
 from testsupport.patching import apply_patch, refused
+from testsupport.restarter_log import patch_kind
 
 REPO = Path(__file__).resolve().parent.parent
 RESTART = "/metadata/annotations/mxjob.kubeflow.org~1restart"
@@ -635,6 +636,7 @@ def test_a_pod_its_barrier_still_holds_after_go_is_nudged_every_nudge_seconds(
         TEST_UID, {"op": "replace", "path": NUDGE, "value": str(int(api.now))}])  # fmt: skip
     lines = [json.loads(JsonFormatter().format(r)) for r in caplog.records]
     assert [(line["action"], line.get("pod")) for line in lines] == [("nudge", "train-worker-0")]
+    assert [patch_kind(line) for line in lines] == ["nudge"], "as the bench and the test read it"
     api.pods[0]["status"]["initContainerStatuses"][0]["state"] = {"terminated": {"exitCode": 0}}
     api.now += NUDGE_SECONDS
     assert api.run_once() == Result(), "released: left alone"

@@ -28,6 +28,7 @@ from hooks.core.api import BARRIER_CONTAINER, MXNET_CONTAINER, RESTARTER_CONTAIN
 from hooks.core.public import RETAIN_FINALIZER, RETAINED_FROM
 from tests.e2e.conftest import NAMESPACE, wait_for
 from tests.realnode.conftest import HOOK_NAMESPACE, WAITING, Node, mxjob, replica
+from testsupport.restarter_log import patch_kind
 
 CHECKPOINTED = ["python", "/workloads/checkpointed.py"]
 #: Five epochs of 40 batches of at least 0.2 s (about 8 s an epoch), a report every 5 batches;
@@ -398,10 +399,9 @@ def restarter_patches(cluster: Node, job: str, since: float) -> dict[str, list[f
     nudge), in seconds after `since` (its log: docs/restarts.md#in-place)."""
     found: dict[str, list[float]] = {}
     for entry in logged(cluster, job, "deployment/mxjob-restarter"):
-        if entry.get("action") not in ("patch", "nudge"):
-            continue
-        what = "nudge" if entry.get("action") == "nudge" else f"go={entry.get('go')}"
-        found.setdefault(what, []).append(after(entry["time"], since))
+        what = patch_kind(entry)
+        if what is not None:
+            found.setdefault(what, []).append(after(entry["time"], since))
     return found
 
 
